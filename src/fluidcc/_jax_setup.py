@@ -1,0 +1,28 @@
+"""JAX configuration fluidcc needs, applied once at import.
+
+* float64 everywhere (``jax_enable_x64``).
+* On a CPU, one JAX device per core (``jax_num_cpu_devices``) so that the engine can integrate
+  several chunks of a batch at once; a GPU build is unaffected. Set the environment variable
+  ``FLUIDCC_CPU_DEVICES`` to a number to choose the count (1 turns this off). It only takes effect
+  if JAX's backends have not been initialised yet when fluidcc is imported.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+
+
+def configure() -> None:
+    jax.config.update("jax_enable_x64", True)
+    wanted = int(os.environ.get("FLUIDCC_CPU_DEVICES", os.cpu_count() or 1))
+    try:
+        if wanted > 1 and jax.config.jax_num_cpu_devices in (-1, 1, None):
+            jax.config.update("jax_num_cpu_devices", wanted)
+    except (AttributeError, RuntimeError):
+        # Older JAX without the option, or backends already initialised: one CPU device.
+        pass
+
+
+configure()

@@ -1,0 +1,301 @@
+"""`solve`: the one entry point of the DDE engine, for every method."""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import ParameterError, ShapeError
+from ._rk4 import KernelShape, history_chunks, launch_kernel, plan_saves
+from ._solution import Solution, Status, status_message
+from ._system import DDESystem
+
+METHODS = ("rk4", "scipy", "ddeint")
+
+#: Default number of points integrated together; bounds memory for any batch size.
+DEFAULT_BATCH_CHUNK = 1024
+
+
+def batch_size(params: Any) -> int:
+    """The leading-axis length shared by every leaf of a parameter batch."""
+    leaves = jax.tree_util.tree_leaves(params)
+    if not leaves:
+        raise ShapeError("params", params, "a parameter batch with at least one array")
+    sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
+    if None in sizes:
+        raise ShapeError("params", "a scalar leaf", "every parameter with a leading batch axis")
+    if len(sizes) != 1:
+        raise ShapeError("params", sorted(sizes), "one batch size shared by every parameter")
+    size = sizes.pop()
+    if size == 0:
+        raise ShapeError("params", "an empty batch", "a batch of at least one parameter point")
+    return int(size)
+
+
+def take(params: Any, index: np.ndarray) -> Any:
+    """Select points of a parameter batch (numpy fancy indexing on every leaf)."""
+    return jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[index], params)
+
+
+def _as_batch_vector(name: str, value, size: int) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim == 0:
+        array = np.full(size, float(array))
+    if array.shape != (size,):
+        raise ShapeError(name, f"shape {array.shape}", f"a scalar or shape ({size},) for a batch of {size}")
+    return array
+
+
+def _save_grid(save_times, t_final: np.ndarray) -> np.ndarray:
+    size = t_final.shape[0]
+    if save_times is None:
+        return t_final[:, None].copy()
+    grid = np.asarray(save_times, dtype=np.float64)
+    if grid.ndim == 1:
+        grid = np.broadcast_to(grid, (size, grid.shape[0])).copy()
+    if grid.ndim != 2 or grid.shape[0] != size or grid.shape[1] == 0:
+        raise ShapeError(
+            "save_times", f"shape {np.shape(save_times)}", f"shape (S,) or ({size}, S) with S >= 1"
+        )
+    if not np.all(np.isfinite(grid)) or np.any(grid < 0):
+        raise ParameterError("save_times", grid.min(), "finite times >= 0 s")
+    if np.any(np.diff(grid, axis=1) < 0):
+        raise ParameterError("save_times", "an unsorted grid", "times sorted in increasing order")
+    if np.any(grid > t_final[:, None] * (1 + 1e-12)):
+        raise ParameterError("save_times", float(grid.max()), "times <= t_final of their point")
+    return grid
+
+
+def _host_delays(system: DDESystem, params: Any) -> np.ndarray:
+    delays = np.asarray(jax.vmap(system.delays)(params), dtype=np.float64)
+    bad = ~(np.isfinite(delays) & (delays > 0))
+    if np.any(bad):
+        point = int(np.argwhere(bad)[0][0])
+        raise ParameterError(
+            "delay", float(delays[bad][0]), f"every delay finite and > 0 s (point {point} of the batch)"
+        )
+    return delays
+
+
+def solve(
+    system: DDESystem,
+    params: Any,
+    t_final,
+    save_times=None,
+    *,
+    method: str = "rk4",
+    steps_per_delay: int = 64,
+    rtol: float | None = None,
+    max_steps_per_delay: int = 4096,
+    log_space: bool = True,
+    batch_chunk: int = DEFAULT_BATCH_CHUNK,
+    progress: Callable[[int, int], None] | None = None,
+) -> Solution:
+    """Integrate a batch of parameter points of a delay-differential system.
+
+    Parameters
+    ----------
+    system: the model (a `DDESystem`).
+    params: a parameter batch (pytree with a leading batch axis on every leaf).
+    t_final: end time in seconds, scalar or shape (B,).
+    save_times: times to save in seconds, shape (S,) shared or (B, S) per point, sorted, within
+        [0, t_final]; None saves the final state only.
+    method: "rk4" (the JAX engine), "scipy" (the SciPy reference: DOP853 by the method of steps,
+        rtol 1e-11; slow, for tests and benchmarks) or "ddeint" (kept for comparison only).
+    steps_per_delay: RK4 steps per smallest delay (the step is h = tau_min / steps_per_delay).
+    rtol: if given, each point is also integrated at half the resolution, and points whose
+        estimated error exceeds rtol are integrated again at twice the resolution, up to
+        `max_steps_per_delay`. The estimate is |z_M - z_{M/2}| / 15 (Richardson, order 4),
+        in relative terms (log components) or relative to the component's largest magnitude.
+    log_space: integrate the components the model marks positive as log x.
+    batch_chunk: points integrated together; the batch is cut and padded to this size so memory
+        stays bounded and the kernel compiles once.
+    progress: called as progress(points_done, points_total) after each chunk.
+
+    Returns a `Solution`. Failing points carry a status and a message; bad input raises a
+    `fluidcc.errors.ParameterError` at once.
+    """
+    if method not in METHODS:
+        raise ParameterError("method", method, f"one of {', '.join(METHODS)}")
+    size = batch_size(params)
+    system.validate(params)
+    t_final_arr = _as_batch_vector("t_final", t_final, size)
+    if not np.all(np.isfinite(t_final_arr) & (t_final_arr > 0)):
+        raise ParameterError("t_final", float(t_final_arr.min()), "a finite end time > 0 s")
+    grid = _save_grid(save_times, t_final_arr)
+    point0 = take(params, np.array([0]))
+    names = system.state_names(jax.tree_util.tree_map(lambda a: a[0], point0))
+    started = time.perf_counter()
+
+    if method in ("scipy", "ddeint"):
+        from ._reference import solve_ddeint, solve_reference
+
+        if method == "scipy":
+            ys, status, messages = solve_reference(system, params, t_final_arr, grid, log_space=log_space)
+        else:
+            ys, status, messages = solve_ddeint(system, params, t_final_arr, grid, log_space=log_space)
+        return Solution(grid, ys, status, messages, names, method,
+                        info={"wall_s": time.perf_counter() - started})
+
+    _check_resolution("steps_per_delay", steps_per_delay)
+    _check_resolution("max_steps_per_delay", max_steps_per_delay)
+    if rtol is not None and not (np.isfinite(rtol) and rtol > 0):
+        raise ParameterError("rtol", rtol, "a tolerance > 0, or None for a single fixed-step solve")
+    if batch_chunk < 1:
+        raise ParameterError("batch_chunk", batch_chunk, "a whole number >= 1")
+
+    delays = _host_delays(system, params)
+    one_point = jax.tree_util.tree_map(lambda a: a[0], point0)
+    n_states = system.state_size(one_point)
+    log_mask = tuple(bool(b) for b in system.log_components(one_point)) if log_space else (False,) * n_states
+    runner = _Runner(system, params, delays, t_final_arr, grid, n_states, log_mask, batch_chunk, progress)
+
+    if rtol is None:
+        z, over, nan = runner.run(np.arange(size), steps_per_delay)
+        used = np.full(size, steps_per_delay)
+        error = None
+        tolerance_failed = np.zeros(size, dtype=bool)
+    else:
+        z, over, nan, used, error, tolerance_failed = _refine(
+            runner, size, steps_per_delay, max_steps_per_delay, rtol, log_mask
+        )
+
+    ys = np.where(np.asarray(log_mask), np.exp(np.where(np.asarray(log_mask), z, 0.0)), z)
+    status, messages = _statuses(over, nan, tolerance_failed)
+    info = {
+        "wall_s": time.perf_counter() - started,
+        "batch_chunk": batch_chunk,
+        "log_mask": log_mask,
+        "rtol": rtol,
+    }
+    return Solution(grid, ys, status, messages, names, "rk4", used, error, info)
+
+
+def _check_resolution(name: str, value: int) -> None:
+    if not isinstance(value, (int, np.integer)) or value < 2 or value % 2:
+        raise ParameterError(name, value, "an even whole number of steps per delay, >= 2")
+
+
+def _statuses(over: np.ndarray, nan: np.ndarray, tolerance_failed: np.ndarray):
+    status = np.full(over.shape, Status.OK, dtype=np.int8)
+    messages = np.full(over.shape, "", dtype=object)
+    for i in range(over.shape[0]):
+        if np.isfinite(over[i]) and over[i] <= nan[i]:
+            status[i] = Status.OVERFLOW
+            messages[i] = status_message(Status.OVERFLOW, over[i])
+        elif np.isfinite(nan[i]):
+            status[i] = Status.NONFINITE
+            messages[i] = status_message(Status.NONFINITE, nan[i])
+        elif tolerance_failed[i]:
+            status[i] = Status.TOLERANCE_NOT_REACHED
+            messages[i] = status_message(Status.TOLERANCE_NOT_REACHED, 0.0)
+    return status, messages
+
+
+class _Runner:
+    """Runs the kernel over any subset of the batch, chunked and padded to a fixed size."""
+
+    def __init__(self, system, params, delays, t_final, grid, n_states, log_mask, batch_chunk, progress):
+        self.system = system
+        self.params = params
+        self.delays = delays
+        self.t_final = t_final
+        self.grid = grid
+        self.n_states = n_states
+        self.log_mask = log_mask
+        self.batch_chunk = batch_chunk
+        self.progress = progress
+        self.history_chunks = history_chunks(delays)
+        self.tau_min = np.min(delays, axis=1)
+        self.devices = jax.local_devices()
+        self.in_flight = max(2, len(self.devices))
+
+    def run(self, points: np.ndarray, steps: int):
+        """Integrate `points` (indices into the batch) at `steps` per smallest delay."""
+        size = len(points)
+        z = np.empty((size, self.grid.shape[1], self.n_states))
+        over = np.empty(size)
+        nan = np.empty(size)
+        chunk = min(self.batch_chunk, size)
+        n_chunks = int(np.max(np.ceil(self.t_final[points] / self.tau_min[points] - 1e-9)))
+        n_chunks = max(n_chunks, 1)
+        pending = []
+        for start in range(0, size, chunk):
+            sel = points[start : start + chunk]
+            padded = np.concatenate([sel, np.full(chunk - len(sel), sel[-1])])
+            save_pos, save_start, slots = plan_saves(
+                self.tau_min[padded], steps, n_chunks, self.grid[padded]
+            )
+            shape = KernelShape(
+                steps_per_delay=steps,
+                n_chunks=n_chunks,
+                history_chunks=self.history_chunks,
+                n_delays=self.delays.shape[1],
+                n_states=self.n_states,
+                n_saves=self.grid.shape[1],
+                save_slots=_round_up_pow2(slots),
+                log_mask=self.log_mask,
+            )
+            device = self.devices[(start // chunk) % len(self.devices)]
+            put = functools.partial(jax.device_put, device=device)
+            params = jax.tree_util.tree_map(put, take(self.params, padded))
+            # JAX dispatches asynchronously: keeping a few chunks in flight lets the runtime
+            # execute them on several cores at once.
+            pending.append((start, len(sel), launch_kernel(
+                self.system, shape, params, put(self.t_final[padded]), put(save_pos), put(save_start),
+            )))
+            while len(pending) > self.in_flight:
+                self._collect(pending.pop(0), z, over, nan, size)
+        for item in pending:
+            self._collect(item, z, over, nan, size)
+        return z, over, nan
+
+
+    def _collect(self, item, z, over, nan, size):
+        start, n, outputs = item
+        zc, oc, nc = (np.asarray(a) for a in outputs)
+        z[start : start + n], over[start : start + n], nan[start : start + n] = zc[:n], oc[:n], nc[:n]
+        if self.progress is not None:
+            self.progress(start + n, size)
+
+
+def _round_up_pow2(value: int) -> int:
+    """Round the slot count up so small changes of the save grid reuse a compiled kernel."""
+    return 1 << (max(value, 1) - 1).bit_length()
+
+
+def _error(z_fine: np.ndarray, z_coarse: np.ndarray, log_mask: tuple[bool, ...]) -> np.ndarray:
+    """Richardson estimate of the fine solution's max error per point (order 4: difference / 15)."""
+    mask = np.asarray(log_mask)
+    scale = np.where(mask, 1.0, np.maximum(np.nanmax(np.abs(z_fine), axis=1, keepdims=True), 1e-300))
+    diff = np.abs(z_fine - z_coarse) / scale / 15.0
+    diff = np.where(np.isfinite(z_fine) & np.isfinite(z_coarse), diff, np.inf)
+    return np.max(diff, axis=(1, 2))
+
+
+def _refine(runner: _Runner, size: int, steps: int, max_steps: int, rtol: float, log_mask):
+    """Fixed-step solves at increasing resolution until each point's error estimate <= rtol."""
+    everyone = np.arange(size)
+    z_coarse, _, _ = runner.run(everyone, steps // 2)
+    z, over, nan = runner.run(everyone, steps)
+    used = np.full(size, steps)
+    error = _error(z, z_coarse, log_mask)
+    healthy = ~np.isfinite(over) & ~np.isfinite(nan)
+    pending = everyone[(error > rtol) & healthy]
+    level = steps
+    while pending.size and level * 2 <= max_steps:
+        level *= 2
+        z_next, over_next, nan_next = runner.run(pending, level)
+        error[pending] = _error(z_next, z[pending], log_mask)
+        z[pending], over[pending], nan[pending] = z_next, over_next, nan_next
+        used[pending] = level
+        healthy = ~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])
+        pending = pending[(error[pending] > rtol) & healthy]
+    tolerance_failed = np.zeros(size, dtype=bool)
+    tolerance_failed[pending] = True
+    return z, over, nan, used, error, tolerance_failed

@@ -1,0 +1,293 @@
+"""MIAIMD: the fluid model of VCP on one bottleneck (VCP paper, section 5, eqs. (10)–(14)).
+
+Each flow i has a congestion window w_i (packets) and round-trip time T_i (seconds):
+
+    w_i'(t) = (1/T_i) [ w_i(t) xi(rho_i(t)) + alpha ]                          (10)
+    xi(rho)  = kappa (1 - rho) / rho                                             (11)
+    rho(t)   = sum_j w_j(t - T) / (gamma C T)         (equal RTTs)               (12)
+
+Summing (10) over N flows with equal RTTs gives the aggregate equation (14) for w = sum_i w_i:
+
+    w'(t) = (1/T) { kappa w(t) [gamma C T / w(t - T) - 1] + N alpha }             (14)
+
+**How each RTT is split** (equilibria do not depend on it; stability does). With equal RTTs the
+split does not matter: the link sees the windows of one RTT ago, eq. (12). With heterogeneous RTTs
+fluidcc offers two splits of T_i into a delay to the link and a delay back:
+
+* ``delay_split="forward"`` (default): the whole RTT lies between the source and the link, and
+  the load factor reaches every source at once. The link measures
+  rho(t) = sum_j [w_j(t - T_j) / T_j] / (gamma C), the rate of each flow being w_j / T_j, and every
+  flow reacts to that rho(t). This is eq. (12) with each flow's own delay.
+* ``delay_split="backward"``: the link sees the rates sent now and flow i hears the load factor
+  one RTT later: rho_i(t) = sum_j [w_j(t - T_i) / T_j] / (gamma C).
+
+Equilibria (closed form): Theorem 1, w* = gamma C T + N alpha / kappa and
+r_i* = gamma C / N + alpha / (kappa T), and for heterogeneous RTTs (section 5)
+r_i* = (gamma C / N)(T_h / T_i) + alpha / (kappa T_i), T_h the harmonic mean RTT, every flow
+having the same window w_i* = gamma C T_h / N + alpha / kappa.
+
+Windows are positive and are integrated as log w by default: the start-up multiplies the window
+by about exp(kappa (gamma C T / N - 1)) in the first RTT, which overflows float64 for a few
+percent of a wide sweep.
+
+Units: capacity in packets per second, RTTs in seconds, windows in packets, rates in packets/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..dde import DDESystem
+from ..errors import ParameterError, ShapeError
+from ._params import broadcast_batch, require_interval, require_nonnegative, require_positive, require_whole
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class MIAIMDParams:
+    """A batch of MIAIMD parameter points (leading batch axis B on every field).
+
+    kappa: MI stability coefficient, > 0 (dimensionless), shape (B,).
+    alpha: AI parameter, packets per RTT, >= 0, shape (B,).
+    gamma: target utilization, in (0, 1], shape (B,).
+    capacity_pps: bottleneck capacity C in packets/s, shape (B,).
+    rtt_s: round-trip time of each flow in seconds, shape (B, N).
+    initial_window: each flow's window on the history interval, packets, > 0, shape (B,).
+    """
+
+    kappa: jax.Array
+    alpha: jax.Array
+    gamma: jax.Array
+    capacity_pps: jax.Array
+    rtt_s: jax.Array
+    initial_window: jax.Array
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class MIAIMDAggregateParams:
+    """A batch of points of the aggregate equation (14) (N flows with one RTT), all shape (B,).
+
+    kappa, alpha, gamma, capacity_pps as in `MIAIMDParams`; rtt_s: the common RTT T in seconds;
+    n_flows: N, a whole number >= 1 (stored as float); initial_window: each flow's window on
+    [-T, 0] in packets (the paper uses 1).
+    """
+
+    kappa: jax.Array
+    alpha: jax.Array
+    gamma: jax.Array
+    capacity_pps: jax.Array
+    rtt_s: jax.Array
+    n_flows: jax.Array
+    initial_window: jax.Array
+
+
+def _check_common(kappa, alpha, gamma, capacity_pps, initial_window) -> None:
+    require_positive("kappa", kappa)
+    require_nonnegative("alpha", alpha, " packets per RTT")
+    require_interval("gamma", gamma, 0.0, 1.0)
+    require_positive("capacity", capacity_pps, " packets/s")
+    require_positive("initial_window", initial_window, " packets")
+
+
+def aggregate_params(
+    *, kappa, capacity_pps, rtt_s, n_flows, alpha=1.0, gamma=0.98, initial_window=1.0
+) -> MIAIMDAggregateParams:
+    """Build and validate a batch for eq. (14); scalars broadcast to the batch."""
+    arrays, _ = broadcast_batch(
+        kappa=kappa, alpha=alpha, gamma=gamma, capacity_pps=capacity_pps, rtt_s=rtt_s,
+        n_flows=n_flows, initial_window=initial_window,
+    )
+    _check_common(arrays["kappa"], arrays["alpha"], arrays["gamma"], arrays["capacity_pps"], arrays["initial_window"])
+    require_positive("rtt", arrays["rtt_s"], " s")
+    require_whole("n_flows", arrays["n_flows"], 1)
+    return MIAIMDAggregateParams(**arrays)
+
+
+def flow_params(
+    *, kappa, capacity_pps, rtt_s, alpha=1.0, gamma=0.98, initial_window=1.0, n_flows=None, batch=None
+) -> MIAIMDParams:
+    """Build and validate a per-flow batch.
+
+    rtt_s may be a scalar (then `n_flows` is required), an array (N,) of per-flow RTTs shared by
+    the batch, or (B, N). Scalar parameters broadcast to the batch; `batch` sets B when every
+    parameter is a scalar.
+    """
+    rtt = np.asarray(rtt_s, dtype=np.float64)
+    if rtt.ndim == 0:
+        if n_flows is None:
+            raise ParameterError("n_flows", None, "a whole number >= 1 when rtt is one number")
+        require_whole("n_flows", n_flows, 1)
+        rtt = np.full((int(n_flows),), float(rtt))
+    elif n_flows is not None and rtt.shape[-1] != int(n_flows):
+        raise ShapeError("n_flows", n_flows, f"equal to the number of RTTs given ({rtt.shape[-1]})")
+    if rtt.ndim > 2 or rtt.shape[-1] == 0:
+        raise ShapeError("rtt", f"shape {rtt.shape}", "shape (N,) or (B, N) with N >= 1 flows")
+    arrays, size = broadcast_batch(
+        kappa=kappa, alpha=alpha, gamma=gamma, capacity_pps=capacity_pps, initial_window=initial_window,
+        **({"_batch": np.zeros(batch)} if batch is not None else {}),
+        **({"_rtt_batch": np.zeros(rtt.shape[0])} if rtt.ndim == 2 else {}),
+    )
+    arrays.pop("_batch", None)
+    arrays.pop("_rtt_batch", None)
+    rtt = np.broadcast_to(rtt, (size, rtt.shape[-1])).copy()
+    _check_common(arrays["kappa"], arrays["alpha"], arrays["gamma"], arrays["capacity_pps"], arrays["initial_window"])
+    require_positive("rtt", rtt, " s")
+    return MIAIMDParams(rtt_s=rtt, **arrays)
+
+
+@dataclass(frozen=True)
+class MIAIMDAggregate(DDESystem):
+    """Eq. (14): the total window w of N flows with one RTT T on one bottleneck."""
+
+    name = "miaimd_aggregate"
+
+    def state_size(self, params) -> int:
+        return 1
+
+    def state_names(self, params) -> list[str]:
+        return ["window"]
+
+    def log_components(self, params) -> tuple[bool, ...]:
+        return (True,)
+
+    def delays(self, params):
+        return jnp.reshape(params.rtt_s, (1,))
+
+    def history(self, t, params):
+        return jnp.reshape(params.n_flows * params.initial_window, (1,)) + 0.0 * t
+
+    def vector_field(self, t, x, x_delayed, params):
+        bdp = params.gamma * params.capacity_pps * params.rtt_s
+        w, w_delayed = x[0], x_delayed[0, 0]
+        dw = (params.kappa * w * (bdp / w_delayed - 1.0) + params.n_flows * params.alpha) / params.rtt_s
+        return jnp.reshape(dw, (1,))
+
+    def vector_field_log(self, t, z, z_delayed, params, log_mask):
+        if not log_mask[0]:
+            return self.vector_field(t, z, z_delayed, params)
+        bdp = params.gamma * params.capacity_pps * params.rtt_s
+        u, u_delayed = z[0], z_delayed[0, 0]
+        # d(log w)/dt = [kappa (gamma C T / w(t-T) - 1) + N alpha / w] / T, finite for any finite u.
+        du = params.kappa * (bdp * jnp.exp(-u_delayed) - 1.0) + params.n_flows * params.alpha * jnp.exp(-u)
+        return jnp.reshape(du / params.rtt_s, (1,))
+
+    def validate(self, params) -> None:
+        aggregate_params(**{f: getattr(params, f) for f in MIAIMDAggregateParams.__dataclass_fields__})
+
+    def equilibrium(self, params) -> dict[str, np.ndarray]:
+        """Theorem 1: w* = gamma C T + N alpha / kappa (packets) and the per-flow rate (packets/s)."""
+        return equilibrium_homogeneous(
+            params.kappa, params.alpha, params.gamma, params.capacity_pps, params.rtt_s, params.n_flows
+        )
+
+
+def equilibrium_homogeneous(kappa, alpha, gamma, capacity_pps, rtt_s, n_flows) -> dict[str, np.ndarray]:
+    """Theorem 1 (VCP paper): equal RTTs T, N flows.
+
+    Returns total window w* = gamma C T + N alpha / kappa (packets), per-flow window
+    w_i* = w*/N, per-flow rate r_i* = gamma C / N + alpha / (kappa T) (packets/s) and load factor
+    rho* = 1 + N alpha / (kappa gamma C T).
+    """
+    kappa, alpha, gamma, capacity, rtt, n = (np.asarray(v, dtype=np.float64) for v in
+                                             (kappa, alpha, gamma, capacity_pps, rtt_s, n_flows))
+    window = gamma * capacity * rtt + n * alpha / kappa
+    return {
+        "window": window,
+        "flow_window": window / n,
+        "flow_rate": gamma * capacity / n + alpha / (kappa * rtt),
+        "load_factor": 1.0 + n * alpha / (kappa * gamma * capacity * rtt),
+    }
+
+
+def equilibrium_heterogeneous(kappa, alpha, gamma, capacity_pps, rtt_s) -> dict[str, np.ndarray]:
+    """Section 5, heterogeneous RTTs: r_i* = (gamma C / N)(T_h / T_i) + alpha / (kappa T_i).
+
+    rtt_s has shape (..., N); T_h = N / sum_i 1/T_i is the harmonic mean RTT. Every flow has the
+    same window w_i* = gamma C T_h / N + alpha / kappa; the total is gamma C T_h + N alpha / kappa.
+    Returns per-flow windows and rates of shape (..., N) and the load factor.
+    """
+    rtt = np.asarray(rtt_s, dtype=np.float64)
+    kappa, alpha, gamma, capacity = (np.asarray(v, dtype=np.float64)[..., None] for v in
+                                     (kappa, alpha, gamma, capacity_pps))
+    n = rtt.shape[-1]
+    harmonic = n / np.sum(1.0 / rtt, axis=-1, keepdims=True)
+    flow_window = gamma * capacity * harmonic / n + alpha / kappa
+    flow_window = np.broadcast_to(flow_window, rtt.shape)
+    rate = flow_window / rtt
+    return {
+        "flow_window": flow_window,
+        "flow_rate": rate,
+        "window": np.sum(flow_window, axis=-1),
+        "load_factor": np.sum(rate, axis=-1) / (gamma[..., 0] * capacity[..., 0]),
+        "harmonic_rtt": harmonic[..., 0],
+    }
+
+
+@dataclass(frozen=True)
+class MIAIMD(DDESystem):
+    """Eqs. (10)–(12): a window per flow, heterogeneous RTTs, one bottleneck.
+
+    delay_split: "forward" (default) or "backward"; see the module docstring.
+    """
+
+    delay_split: str = "forward"
+    name = "miaimd"
+
+    def __post_init__(self):
+        if self.delay_split not in ("forward", "backward"):
+            raise ParameterError("delay_split", self.delay_split, "'forward' or 'backward'")
+
+    def state_size(self, params) -> int:
+        return int(np.shape(params.rtt_s)[-1])
+
+    def state_names(self, params) -> list[str]:
+        return [f"window_{i}" for i in range(self.state_size(params))]
+
+    def log_components(self, params) -> tuple[bool, ...]:
+        return (True,) * self.state_size(params)
+
+    def delays(self, params):
+        return params.rtt_s
+
+    def history(self, t, params):
+        return jnp.full(params.rtt_s.shape, params.initial_window) + 0.0 * t
+
+    def _inverse_load(self, w_delayed, params):
+        """1/rho per flow from windows at the delays: w_delayed[k, j] = w_j(t - T_k)."""
+        rates = w_delayed / params.rtt_s[None, :]
+        if self.delay_split == "forward":
+            offered = jnp.sum(jnp.diagonal(rates))  # flow j seen at the link after its own RTT
+            offered = jnp.full(params.rtt_s.shape, offered)
+        else:
+            offered = jnp.sum(rates, axis=1)  # flow i hears the load of one RTT T_i ago
+        return params.gamma * params.capacity_pps / offered
+
+    def vector_field(self, t, x, x_delayed, params):
+        xi = params.kappa * (self._inverse_load(x_delayed, params) - 1.0)  # eq. (11)
+        return (x * xi + params.alpha) / params.rtt_s  # eq. (10)
+
+    def vector_field_log(self, t, z, z_delayed, params, log_mask):
+        if not np.all(log_mask):
+            return super().vector_field_log(t, z, z_delayed, params, log_mask)
+        # d(log w_i)/dt = [xi(rho_i) + alpha / w_i] / T_i; an overflowing sum makes 1/rho = 0.
+        xi = params.kappa * (self._inverse_load(jnp.exp(z_delayed), params) - 1.0)
+        return (xi + params.alpha * jnp.exp(-z)) / params.rtt_s
+
+    def validate(self, params) -> None:
+        fields = MIAIMDParams.__dataclass_fields__
+        values = {f: np.asarray(getattr(params, f)) for f in fields}
+        _check_common(values["kappa"], values["alpha"], values["gamma"], values["capacity_pps"], values["initial_window"])
+        require_positive("rtt", values["rtt_s"], " s")
+
+    def equilibrium(self, params) -> dict[str, np.ndarray]:
+        """Section 5's heterogeneous-RTT equilibrium (reduces to Theorem 1 for equal RTTs)."""
+        return equilibrium_heterogeneous(params.kappa, params.alpha, params.gamma, params.capacity_pps, params.rtt_s)
+
+    def rates(self, windows, params):
+        """Per-flow rates w_i / T_i in packets/s from windows of shape (B, S, N)."""
+        return np.asarray(windows) / np.asarray(params.rtt_s)[:, None, :]
