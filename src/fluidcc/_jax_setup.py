@@ -5,6 +5,8 @@
   several chunks of a batch at once; a GPU build is unaffected. Set the environment variable
   ``FLUIDCC_CPU_DEVICES`` to a number to choose the count (1 turns this off). It only takes effect
   if JAX's backends have not been initialised yet when fluidcc is imported.
+* A persistent compilation cache (``~/.cache/fluidcc/jax``, or ``FLUIDCC_JAX_CACHE``; set it
+  to an empty string to turn it off), so kernels compiled once are reused by later runs.
 """
 
 from __future__ import annotations
@@ -16,6 +18,13 @@ import jax
 
 def configure() -> None:
     jax.config.update("jax_enable_x64", True)
+    cache = os.environ.get("FLUIDCC_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "fluidcc", "jax"))
+    if cache and jax.config.jax_compilation_cache_dir is None:
+        try:
+            jax.config.update("jax_compilation_cache_dir", cache)
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+        except (AttributeError, RuntimeError):
+            pass
     wanted = int(os.environ.get("FLUIDCC_CPU_DEVICES", os.cpu_count() or 1))
     try:
         if wanted > 1 and jax.config.jax_num_cpu_devices in (-1, 1, None):

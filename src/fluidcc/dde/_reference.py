@@ -3,12 +3,14 @@
 `solve_reference` is the yardstick the production RK4 engine is measured against. It integrates
 one parameter point at a time with `scipy.integrate.solve_ivp(method="DOP853", dense_output=True)`
 by the method of steps: time is cut into intervals no longer than the smallest delay, and also at
-every derivative-discontinuity breakpoint (sums of up to three delays), so that within each call
-every delayed argument t - tau_k lies in history already computed, either the model's history
-(t - tau_k <= 0) or the dense output of an earlier step. With the default rtol = 1e-11 and
-atol = 1e-12 its error is dominated by the dense-output interpolation of the delayed values and is
-about rtol (roughly 1e-10 relative over a few dozen delays). It is slow (Python calls per
-right-hand-side evaluation) and meant for tests and benchmarks, not for sweeps.
+the derivative-discontinuity breakpoints (every sum of up to `breakpoint_order` delays, default 4),
+so that within each call every delayed argument t - tau_k lies in history already computed, either
+the model's history (t - tau_k <= 0) or the dense output of an earlier step. With the default
+rtol = 1e-11 and atol = 1e-12 its error is dominated by the dense-output interpolation of the
+delayed values and is about rtol: on x' = -a x(t - 1) - b x(t - 0.7) it stays within 2e-11 of
+the exact piecewise-polynomial solution (1e-14 with breakpoint_order=5; order 3, which leaves the
+jumps of the fifth derivative at sums of four delays to the step-size control, gives 2e-9). It is slow (Python calls per right-hand-side
+evaluation, one solve_ivp call per interval) and meant for tests and benchmarks, not for sweeps.
 
 `solve_ddeint` wraps the `ddeint` package and is kept for comparison only: see its docstring.
 
@@ -51,6 +53,7 @@ def solve_reference(
     rtol: float = 1e-11,
     atol: float = 1e-12,
     log_space: bool = True,
+    breakpoint_order: int = 4,
 ):
     """Integrate each point of a batch accurately with SciPy's DOP853 by the method of steps.
 
@@ -65,6 +68,9 @@ def solve_reference(
         so rtol there bounds the error of log x, i.e. the relative error of x, times |log x|).
     log_space: integrate the components the model marks positive (`log_components`) as log x;
         False integrates every component as x.
+    breakpoint_order: the intervals also end at every sum of up to this many delays (where a
+        derivative of x may jump). The number of intervals grows like K**order / order! for K
+        distinct delays; lower it for many delays at some cost in accuracy (see the module notes).
 
     Returns
     -------
@@ -79,10 +85,12 @@ def solve_reference(
         raise ParameterError("rtol", rtol, "a relative tolerance > 0")
     if not (np.isfinite(atol) and atol > 0):
         raise ParameterError("atol", atol, "an absolute tolerance > 0")
+    if not isinstance(breakpoint_order, (int, np.integer)) or breakpoint_order < 1:
+        raise ParameterError("breakpoint_order", breakpoint_order, "a whole number >= 1")
     return _solve_batch(
         system, params_batch, t_final, save_times, log_space,
         lambda point, names, t_end, grid: _MethodOfSteps(
-            system, point, names, t_end, log_space, rtol, atol
+            system, point, names, t_end, log_space, rtol, atol, breakpoint_order
         ).run(grid),
     )
 
@@ -220,14 +228,14 @@ def _compiled(system: DDESystem, log_mask: tuple[bool, ...]):
 # the method of steps with DOP853
 
 
-def _breakpoint_nodes(delays: np.ndarray, t_final: float) -> np.ndarray:
-    """Interval ends for the method of steps, seconds: 0, every sum of 1 to 3 delays below
+def _breakpoint_nodes(delays: np.ndarray, t_final: float, order: int) -> np.ndarray:
+    """Interval ends for the method of steps, seconds: 0, every sum of 1 to `order` delays below
     t_final, t_final, and enough extra nodes that no interval is longer than the smallest delay."""
     unique = np.unique(delays)
     tau_min = float(unique[0])
     level = unique[unique < t_final]
     sums = [level]
-    for _ in range(2):  # sums of two, then three delays
+    for _ in range(order - 1):  # sums of two, three, ... delays
         level = np.unique((level[:, None] + unique[None, :]).ravel())
         level = level[level < t_final]
         sums.append(level)
@@ -250,12 +258,13 @@ def _breakpoint_nodes(delays: np.ndarray, t_final: float) -> np.ndarray:
 class _MethodOfSteps:
     """One parameter point integrated interval by interval; the past is the list of DOP853 steps."""
 
-    def __init__(self, system, point, names, t_final, log_space, rtol, atol):
+    def __init__(self, system, point, names, t_final, log_space, rtol, atol, breakpoint_order):
         self.point = point
         self.names = names
         self.t_final = t_final
         self.rtol = rtol
         self.atol = atol
+        self.breakpoint_order = int(breakpoint_order)
         self.delays = _point_delays(system, point)
         self.log_mask = _point_mask(system, point, log_space)
         self.mask = np.asarray(self.log_mask, dtype=bool)
@@ -368,7 +377,7 @@ class _MethodOfSteps:
 
     def _march(self) -> tuple[float, bool]:
         """Solve interval by interval; returns (last time reached in seconds, whether it is t_final)."""
-        nodes = _breakpoint_nodes(self.delays, self.t_final)
+        nodes = _breakpoint_nodes(self.delays, self.t_final, self.breakpoint_order)
         z = self.z0
         for start, end in zip(nodes[:-1], nodes[1:]):
             try:

@@ -221,7 +221,8 @@ class _Runner:
         z = np.empty((size, self.grid.shape[1], self.n_states))
         over = np.empty(size)
         nan = np.empty(size)
-        chunk = min(self.batch_chunk, size)
+        # Pad to a power of two (at most batch_chunk) so few distinct shapes are ever compiled.
+        chunk = min(self.batch_chunk, max(8, _round_up_pow2(size)))
         n_chunks = int(np.max(np.ceil(self.t_final[points] / self.tau_min[points] - 1e-9)))
         n_chunks = max(n_chunks, 1)
         pending = []

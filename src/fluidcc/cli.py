@@ -1,0 +1,161 @@
+"""The `fluidcc` command: simulate one point, sweep a parameter grid, list models.
+
+Quantities take unit suffixes: rates in bps, kbps, Mbps, Gbps or pps (plain numbers: packets/s,
+1 packet = 1000 bytes); times in s, ms or us (plain numbers: seconds).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import FluidccError
+
+DEFAULT_SWEEP_GRID = ("kappa=0.05:2:96", "rtt=10ms:1s:96:log")
+
+_UNITS_HELP = (
+    "Units: rates accept bps, kbps, Mbps, Gbps, pps (bare numbers are packets/s of 1000 bytes); "
+    "times accept s, ms, us (bare numbers are seconds)."
+)
+
+
+def _fail(error: FluidccError):
+    raise click.UsageError(str(error))
+
+
+def _command_line() -> str:
+    return "fluidcc " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+@click.group(help=__doc__)
+@click.version_option(package_name="fluidcc")
+def main() -> None:
+    pass
+
+
+@main.command("models")
+def models_command() -> None:
+    """List the models and their parameters (with units and defaults)."""
+    from .models import REGISTRY
+
+    for entry in REGISTRY.values():
+        click.echo(f"{entry.name}: {entry.description}")
+        for p in entry.parameters:
+            unit = f" [{p.unit}]" if p.unit else ""
+            click.echo(f"  {p.name:<15} default {p.default:<12.6g}{unit}  {p.help}")
+
+
+@main.command("simulate")
+@click.argument("model", default="miaimd")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Set a parameter, e.g. --set kappa=0.25 --set capacity=150Mbps --set rtt=80ms. " + _UNITS_HELP)
+@click.option("--rtts", default=None, metavar="T1,T2,...",
+              help="Per-flow round-trip times (heterogeneous RTTs), e.g. 40ms,80ms,160ms; overrides rtt and flows.")
+@click.option("--duration", default=None, metavar="TIME",
+              help="Simulated time, e.g. 20s (default: 200 times the largest RTT).")
+@click.option("--saves-per-rtt", default=20, show_default=True, type=int, help="Saved points per (smallest) RTT.")
+@click.option("--steps-per-delay", default=64, show_default=True, type=int, help="RK4 steps per smallest RTT.")
+@click.option("--rtol", default=1e-8, show_default=True, type=float, help="Solver tolerance (relative).")
+@click.option("--format", "fmt", type=click.Choice(["netcdf", "csv"]), default="netcdf", show_default=True,
+              help="Format of the time series.")
+@click.option("--out", default="fluidcc-out/simulate", show_default=True, type=click.Path(file_okay=False),
+              help="Output folder (time series and figure).")
+def simulate_command(model, sets, rtts, duration, saves_per_rtt, steps_per_delay, rtol, fmt, out) -> None:
+    """Integrate one point of MODEL with a window per flow; write its time series and a figure."""
+    from . import units
+    from .models import get_model
+    from .plotting import timeseries_figure
+    from .sweep import parse_set, simulate
+
+    try:
+        entry = get_model(model)
+        values = {}
+        for text in sets:
+            name, value = parse_set(model, text)
+            values[name] = entry.parameter(name).parse(value, f"--set {name}")
+        rtt_list = None
+        if rtts is not None:
+            rtt_list = [units.parse_time("--rtts", item.strip()) for item in rtts.split(",") if item.strip()]
+            if not rtt_list:
+                raise FluidccError("--rtts is empty: give one or more times, e.g. 40ms,80ms")
+        duration_s = units.parse_time("--duration", duration) if duration is not None else None
+        dataset = simulate(model, values, rtt_list, duration_s=duration_s, saves_per_rtt=saves_per_rtt,
+                           steps_per_delay=steps_per_delay, rtol=rtol, command=_command_line())
+    except FluidccError as error:
+        _fail(error)
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if fmt == "netcdf":
+        data_path = out_dir / "timeseries.nc"
+        dataset.to_netcdf(data_path, engine="scipy")
+    else:
+        data_path = out_dir / "timeseries.csv"
+        frame = dataset[["window", "rate"]].to_dataframe().unstack("flow")
+        frame.columns = [f"{name}_{flow}" for name, flow in frame.columns]
+        frame["load_factor"] = dataset["load_factor"].values
+        frame.to_csv(data_path)
+    figure_path = out_dir / "timeseries.png"
+    timeseries_figure(dataset, figure_path)
+    click.echo(f"status: {dataset.attrs['status_message']}")
+    eq = dataset["equilibrium_window"].values
+    click.echo(f"final total window {float(dataset['window'].values[-1].sum()):.6g} packets; "
+               f"closed-form equilibrium {float(eq.sum()):.6g} packets")
+    click.echo(f"wrote {data_path} and {figure_path}")
+
+
+@main.command("sweep")
+@click.argument("model", default="miaimd")
+@click.option("--grid", "grids", multiple=True, metavar="NAME=START:STOP:COUNT[:log]",
+              help="A swept parameter: NAME=START:STOP:COUNT (linear), add :log for a geometric grid, "
+                   "or NAME=V1,V2,...; e.g. --grid kappa=0.05:2:64 --grid rtt=10ms:1s:64:log. "
+                   f"Default with no --grid: {' '.join(DEFAULT_SWEEP_GRID)}. " + _UNITS_HELP)
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="Fix a parameter that is not swept.")
+@click.option("--horizon-rtts", default=250.0, show_default=True, type=float, help="Integration horizon, in RTTs.")
+@click.option("--saves-per-rtt", default=4, show_default=True, type=int, help="Saved points per RTT.")
+@click.option("--steps-per-delay", default=32, show_default=True, type=int, help="RK4 steps per RTT (starting resolution).")
+@click.option("--rtol", default=1e-6, show_default=True, type=float,
+              help="Per-point tolerance: points are refined until the error estimate is below it (0 turns refinement off).")
+@click.option("--max-steps-per-delay", default=1024, show_default=True, type=int, help="Finest resolution allowed.")
+@click.option("--out", default="fluidcc-out/sweep", show_default=True, type=click.Path(file_okay=False),
+              help="Output folder: sweep.nc (NetCDF dataset) and sweep.png; partial results are kept there "
+                   "if the sweep is interrupted, and a rerun resumes.")
+def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay, out) -> None:
+    """Simulate MODEL over a parameter grid and classify each point (converged, oscillating, ...)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from .models import get_model
+    from .plotting import sweep_heatmap
+    from .stability import BEHAVIOUR_NAMES
+    from .sweep import SweepSpec, parse_grid, parse_set, run_sweep
+
+    try:
+        entry = get_model(model)
+        axes = tuple(parse_grid(model, text) for text in (grids or DEFAULT_SWEEP_GRID))
+        fixed = {}
+        for text in sets:
+            name, value = parse_set(model, text)
+            fixed[name] = entry.parameter(name).parse(value, f"--set {name}")
+        spec = SweepSpec(model=model, axes=axes, fixed=fixed, horizon_rtts=horizon_rtts,
+                         saves_per_rtt=saves_per_rtt, steps_per_delay=steps_per_delay,
+                         rtol=rtol if rtol > 0 else None, max_steps_per_delay=max_steps_per_delay)
+        out_dir = Path(out)
+        columns = (TextColumn("sweep"), BarColumn(), TextColumn("{task.completed}/{task.total} points"),
+                   TimeElapsedColumn(), TimeRemainingColumn())
+        with Progress(*columns, transient=False) as bar:
+            task = bar.add_task("sweep", total=spec.size)
+            dataset = run_sweep(spec, out_dir, command=_command_line(),
+                                progress=lambda done, total: bar.update(task, completed=done))
+    except FluidccError as error:
+        _fail(error)
+    figure_path = out_dir / "sweep.png"
+    sweep_heatmap(dataset, figure_path)
+    counts = {name: int((dataset["behaviour"].values == code).sum()) for code, name in enumerate(BEHAVIOUR_NAMES)}
+    click.echo(", ".join(f"{name}: {count}" for name, count in counts.items()))
+    click.echo(f"wrote {out_dir / 'sweep.nc'} and {figure_path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Matplotlib helpers: sweep heat maps and time-series figures (files, no screen needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import xarray as xr  # noqa: E402
+from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
+
+from .stability.classify import BEHAVIOUR_NAMES  # noqa: E402
+
+_BEHAVIOUR_COLOURS = ["#2b8a3e", "#a9e34b", "#f59f00", "#c92a2a", "#495057"]
+
+
+def sweep_heatmap(dataset: xr.Dataset, path: str | Path | None = None):
+    """Behaviour map and oscillation amplitude of a sweep (first two grid axes; others at index 0)."""
+    behaviour = dataset["behaviour"]
+    amplitude = dataset["amplitude"]
+    dims = list(behaviour.dims)
+    extra = {d: 0 for d in dims[2:]}
+    behaviour, amplitude = behaviour.isel(extra), amplitude.isel(extra)
+    note = ", ".join(f"{d} = {float(dataset[d][0]):.4g}" for d in extra)
+    cmap = ListedColormap(_BEHAVIOUR_COLOURS)
+    norm = BoundaryNorm(np.arange(len(_BEHAVIOUR_COLOURS) + 1) - 0.5, cmap.N)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), constrained_layout=True)
+    if len(dims) == 1:
+        x = dataset[dims[0]].values
+        axes[0].scatter(x, behaviour.values, c=behaviour.values, cmap=cmap, norm=norm)
+        axes[0].set_yticks(range(len(BEHAVIOUR_NAMES)), BEHAVIOUR_NAMES)
+        axes[0].set_xlabel(_label(dataset, dims[0]))
+        axes[1].semilogy(x, np.where(amplitude.values > 0, amplitude.values, np.nan), ".-")
+        axes[1].set_xlabel(_label(dataset, dims[0]))
+        axes[1].set_ylabel("relative amplitude")
+    else:
+        xdim, ydim = dims[1], dims[0]
+        x, y = dataset[xdim].values, dataset[ydim].values
+        mesh = axes[0].pcolormesh(x, y, behaviour.values, cmap=cmap, norm=norm, shading="nearest")
+        bar = fig.colorbar(mesh, ax=axes[0], ticks=range(len(BEHAVIOUR_NAMES)))
+        bar.ax.set_yticklabels(BEHAVIOUR_NAMES)
+        amp = np.where(amplitude.values > 0, amplitude.values, np.nan)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mesh2 = axes[1].pcolormesh(x, y, np.log10(amp), shading="nearest", cmap="viridis")
+        fig.colorbar(mesh2, ax=axes[1], label="log10 relative amplitude")
+        for ax in axes:
+            ax.set_xlabel(_label(dataset, xdim))
+            ax.set_ylabel(_label(dataset, ydim))
+            for dim, setter in ((xdim, ax.set_xscale), (ydim, ax.set_yscale)):
+                if dataset[dim].attrs.get("grid", "").endswith(":log"):
+                    setter("log")
+            if "kappa" in (xdim, ydim):
+                # Theorem 1 (VCP paper): kappa <= 1/2 is sufficient for global stability.
+                (ax.axvline if xdim == "kappa" else ax.axhline)(0.5, color="white", ls="--", lw=1.2)
+    axes[0].set_title("behaviour" + (f" ({note})" if note else ""))
+    axes[1].set_title("amplitude of sustained or slow oscillation")
+    fig.suptitle(dataset.attrs.get("title", "sweep"))
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig
+
+
+def _label(dataset: xr.Dataset, dim: str) -> str:
+    unit = dataset[dim].attrs.get("units", "")
+    return f"{dim} [{unit}]" if unit else dim
+
+
+def timeseries_figure(dataset: xr.Dataset, path: str | Path | None = None):
+    """Windows, rates and load factor of a `fluidcc simulate` dataset over time."""
+    fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True, constrained_layout=True)
+    t = dataset["time"].values
+    for name, ax, label in (("window", axes[0], "window [packets]"), ("rate", axes[1], "rate [packets/s]")):
+        values = dataset[name].values
+        for i in range(values.shape[1]):
+            ax.plot(t, values[:, i], lw=0.8)
+        if "equilibrium_" + name in dataset:
+            for value in np.unique(np.round(dataset["equilibrium_" + name].values, 9)):
+                ax.axhline(value, color="k", ls=":", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_ylabel(label)
+    axes[2].plot(t, dataset["load_factor"].values, color="C3")
+    axes[2].axhline(1.0, color="k", ls=":", lw=0.8)
+    axes[2].set_ylabel("load factor rho")
+    axes[2].set_xlabel("time [s]")
+    axes[0].set_title(dataset.attrs.get("title", "simulation"))
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig

@@ -1,0 +1,140 @@
+"""Sweep specifications: grid axes over model parameters, and the settings of a sweep."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..models import get_model
+
+GRID_FORMAT = "NAME=START:STOP:COUNT[:log] or NAME=V1,V2,... (units allowed, e.g. rtt=10ms:1s:64:log)"
+
+
+@dataclass(frozen=True)
+class GridAxis:
+    """One swept parameter: its name and its values in SI units."""
+
+    name: str
+    values: tuple[float, ...]
+    scale: str = "linear"
+    text: str = ""
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def parse_grid(model: str, text: str) -> GridAxis:
+    """Read a `--grid` argument: ``kappa=0.05:2:64``, ``rtt=10ms:1s:32:log`` or ``flows=10,50,100``."""
+    entry = get_model(model)
+    if "=" not in text:
+        raise ParameterError("--grid", text, GRID_FORMAT)
+    name, _, body = text.partition("=")
+    name = name.strip()
+    spec = entry.parameter(name)
+    field_name = f"--grid {name}"
+    if "," in body or ":" not in body:
+        items = [item for item in body.split(",") if item.strip()]
+        if not items:
+            raise ParameterError("--grid", text, GRID_FORMAT)
+        values = np.array([spec.parse(item.strip(), field_name) for item in items])
+        scale = "list"
+    else:
+        parts = body.split(":")
+        scale = "linear"
+        if len(parts) == 4:
+            if parts[3].strip().lower() not in ("log", "lin", "linear"):
+                raise ParameterError("--grid", text, GRID_FORMAT)
+            scale = "log" if parts[3].strip().lower() == "log" else "linear"
+            parts = parts[:3]
+        if len(parts) != 3:
+            raise ParameterError("--grid", text, GRID_FORMAT)
+        start = spec.parse(parts[0].strip(), f"{field_name} start")
+        stop = spec.parse(parts[1].strip(), f"{field_name} stop")
+        try:
+            count = int(parts[2])
+        except ValueError:
+            raise ParameterError(f"{field_name} count", parts[2], "a whole number of points >= 1") from None
+        if count < 1:
+            raise ParameterError(f"{field_name} count", count, "a whole number of points >= 1")
+        if scale == "log":
+            if start <= 0 or stop <= 0:
+                raise ParameterError(f"{field_name}", f"{start}:{stop}", "start and stop > 0 for a log grid")
+            values = np.geomspace(start, stop, count)
+        else:
+            values = np.linspace(start, stop, count)
+    if spec.kind == "count":
+        values = np.round(values)
+    if not np.all(np.isfinite(values)):
+        raise ParameterError("--grid", text, "finite values")
+    return GridAxis(name=name, values=tuple(float(v) for v in values), scale=scale, text=text)
+
+
+def parse_set(model: str, text: str) -> tuple[str, str]:
+    """Read a `--set NAME=VALUE` argument; returns (name, value text), validating the name."""
+    if "=" not in text:
+        raise ParameterError("--set", text, "NAME=VALUE, e.g. kappa=0.25 or capacity=150Mbps")
+    name, _, value = text.partition("=")
+    get_model(model).parameter(name.strip())
+    if not value.strip():
+        raise ParameterError(f"--set {name.strip()}", value, "a value")
+    return name.strip(), value.strip()
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """Everything that defines a sweep's results (its hash names resumable partial results).
+
+    horizon_rtts: integration horizon in RTTs of each point; saves_per_rtt: save points per RTT;
+    steps_per_delay and rtol: solver resolution and tolerance (see `fluidcc.dde.solve`).
+    """
+
+    model: str
+    axes: tuple[GridAxis, ...]
+    fixed: dict[str, float] = field(default_factory=dict)
+    horizon_rtts: float = 250.0
+    saves_per_rtt: int = 4
+    steps_per_delay: int = 32
+    rtol: float | None = 1e-6
+    max_steps_per_delay: int = 1024
+
+    def __post_init__(self):
+        if not self.axes:
+            raise ParameterError("--grid", "none", "at least one grid axis")
+        names = [a.name for a in self.axes]
+        if len(set(names)) != len(names):
+            raise ParameterError("--grid", names, "each parameter swept at most once")
+        clash = set(names) & set(self.fixed)
+        if clash:
+            raise ParameterError("--set", sorted(clash), "parameters not also swept by --grid")
+        if not self.horizon_rtts > 0:
+            raise ParameterError("horizon_rtts", self.horizon_rtts, "a horizon > 0 RTTs")
+        if self.saves_per_rtt < 1:
+            raise ParameterError("saves_per_rtt", self.saves_per_rtt, "a whole number >= 1")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(a) for a in self.axes)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    def values(self) -> dict[str, np.ndarray]:
+        """Every parameter of the model as a flat array over the grid (C order), SI units."""
+        entry = get_model(self.model)
+        grids = np.meshgrid(*[np.asarray(a.values) for a in self.axes], indexing="ij")
+        values = {name: np.full(self.size, value) for name, value in entry.defaults().items()}
+        values.update({name: np.full(self.size, value) for name, value in self.fixed.items()})
+        for axis, grid in zip(self.axes, grids):
+            values[axis.name] = grid.reshape(-1)
+        return values
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]

@@ -1,0 +1,232 @@
+"""The SciPy reference solver and the ddeint backend against exact solutions of tiny DDEs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from numpy.polynomial import Polynomial
+
+from fluidcc.dde import DDESystem, Status
+from fluidcc.dde._reference import solve_ddeint, solve_reference
+
+
+@dataclass(frozen=True)
+class LinearDelay(DDESystem):
+    """x'(t) = -a x(t - 1) - b x(t - tau2), x = 1 on [-max delay, 0]; params {"a", "b", "tau2"}."""
+
+    name: str = "linear-delay"
+
+    def state_size(self, params):
+        return 1
+
+    def delays(self, params):
+        return jnp.stack([jnp.asarray(1.0), params["tau2"]])
+
+    def history(self, t, params):
+        return jnp.ones(1)
+
+    def vector_field(self, t, x, x_delayed, params):
+        return -params["a"] * x_delayed[0] - params["b"] * x_delayed[1]
+
+
+@dataclass(frozen=True)
+class Hutchinson(DDESystem):
+    """x'(t) = r x(t) (1 - x(t - 1)), x = 0.5 on [-1, 0]; params {"r"}; x stays positive."""
+
+    name: str = "hutchinson"
+
+    def state_size(self, params):
+        return 1
+
+    def log_components(self, params):
+        return (True,)
+
+    def delays(self, params):
+        return jnp.ones(1)
+
+    def history(self, t, params):
+        return jnp.full(1, 0.5)
+
+    def vector_field(self, t, x, x_delayed, params):
+        return params["r"] * x * (1.0 - x_delayed[0])
+
+
+@dataclass(frozen=True)
+class Quadratic(DDESystem):
+    """x'(t) = c x(t)^2, x = 1 on [-1, 0] (the delay is unused): blows up at t = 1 / c."""
+
+    name: str = "quadratic"
+
+    def state_size(self, params):
+        return 1
+
+    def log_components(self, params):
+        return (True,)
+
+    def delays(self, params):
+        return jnp.ones(1)
+
+    def history(self, t, params):
+        return jnp.ones(1)
+
+    def vector_field(self, t, x, x_delayed, params):
+        return params["c"] * x**2
+
+
+@dataclass(frozen=True)
+class Growth(DDESystem):
+    """x'(t) = g x(t), x = 1 on [-1, 0]: exp(g t) overflows float64 at t = 709.78 / g."""
+
+    name: str = "growth"
+
+    def state_size(self, params):
+        return 1
+
+    def log_components(self, params):
+        return (True,)
+
+    def delays(self, params):
+        return jnp.ones(1)
+
+    def history(self, t, params):
+        return jnp.ones(1)
+
+    def vector_field(self, t, x, x_delayed, params):
+        return params["g"] * x
+
+    def vector_field_log(self, t, z, z_delayed, params, log_mask):
+        # The generic form computes g x / x, which is inf / inf = NaN once x overflows.
+        return jnp.where(log_mask, params["g"], params["g"] * z)
+
+
+@dataclass(frozen=True)
+class SquareRootOfPast(DDESystem):
+    """x'(t) = sqrt(x(t - 1)) - 3, x = 1 on [-1, 0]: x = 1 - 2t on [0, 1], so the square root
+    of a negative number (NaN) appears at t = 1.5."""
+
+    name: str = "sqrt-past"
+
+    def state_size(self, params):
+        return 1
+
+    def delays(self, params):
+        return jnp.ones(1)
+
+    def history(self, t, params):
+        return jnp.ones(1)
+
+    def vector_field(self, t, x, x_delayed, params):
+        return jnp.sqrt(x_delayed[0]) - 3.0 + 0.0 * params["unused"]
+
+
+def exact_single_delay(a: float, t: np.ndarray) -> np.ndarray:
+    """x' = -a x(t - 1), x = 1 on [-1, 0], by the method of steps on [0, 3]."""
+    x = 1.0 - a * t
+    x = x + np.where(t > 1, a**2 * (t - 1) ** 2 / 2, 0.0)
+    x = x - np.where(t > 2, a**3 * (t - 2) ** 3 / 6, 0.0)
+    return x
+
+
+def exact_two_delays(a: float, b: float, t: np.ndarray, t_final: float) -> np.ndarray:
+    """x' = -a x(t - 1) - b x(t - 0.7), x = 1 before 0: exact polynomials on pieces of 0.1 s."""
+    h, lag1, lag2 = 0.1, 10, 7  # the delays in pieces
+    pieces = []  # piece k: x(k h + u) = pieces[k](u) for u in [0, h]
+    one = Polynomial([1.0])
+    for k in range(int(round(t_final / h))):
+        past1 = pieces[k - lag1] if k >= lag1 else one
+        past2 = pieces[k - lag2] if k >= lag2 else one
+        start = pieces[-1](h) if pieces else 1.0
+        pieces.append((-a * past1 - b * past2).integ(k=[0.0]) + start)
+    index = np.minimum((t / h).astype(int), len(pieces) - 1)
+    return np.array([pieces[k](ti - k * h) for k, ti in zip(index, t)])
+
+
+def test_single_delay_matches_method_of_steps():
+    a = np.array([0.5, 1.0, 2.0])
+    params = {"a": a, "b": np.zeros(3), "tau2": np.full(3, 1.0)}
+    times = np.linspace(0.0, 3.0, 61)
+    ys, status, messages = solve_reference(LinearDelay(), params, 3.0, times)
+    assert ys.shape == (3, 61, 1)
+    assert np.all(status == Status.OK) and all(m == "" for m in messages)
+    for b in range(3):
+        exact = exact_single_delay(a[b], times)
+        scale = np.max(np.abs(exact))
+        np.testing.assert_allclose(ys[b, :, 0], exact, rtol=1e-9, atol=1e-9 * scale)
+
+
+def test_two_delays_match_method_of_steps():
+    params = {"a": np.array([0.8]), "b": np.array([0.6]), "tau2": np.array([0.7])}
+    times = np.linspace(0.0, 4.0, 81)
+    ys, status, _ = solve_reference(LinearDelay(), params, 4.0, times)
+    exact = exact_two_delays(0.8, 0.6, times, 4.0)
+    assert status[0] == Status.OK
+    np.testing.assert_allclose(ys[0, :, 0], exact, rtol=1e-10, atol=1e-10 * np.max(np.abs(exact)))
+
+
+def test_per_point_end_times_and_save_grids():
+    a = np.array([0.5, 2.0])
+    params = {"a": a, "b": np.zeros(2), "tau2": np.ones(2)}
+    times = np.array([[0.0, 0.5, 1.5, 2.0], [0.25, 1.0, 2.5, 3.0]])
+    ys, status, _ = solve_reference(LinearDelay(), params, np.array([2.0, 3.0]), times)
+    assert np.all(status == Status.OK)
+    for b in range(2):
+        np.testing.assert_allclose(ys[b, :, 0], exact_single_delay(a[b], times[b]), rtol=1e-9, atol=1e-10)
+
+
+def test_log_space_agrees_with_linear_space():
+    params = {"r": np.array([0.5, 1.2, 1.8])}
+    times = np.linspace(0.0, 20.0, 201)
+    log_ys, log_status, _ = solve_reference(Hutchinson(), params, 20.0, times, log_space=True)
+    lin_ys, lin_status, _ = solve_reference(Hutchinson(), params, 20.0, times, log_space=False)
+    assert np.all(log_status == Status.OK) and np.all(lin_status == Status.OK)
+    assert np.all(log_ys > 0)
+    np.testing.assert_allclose(log_ys, lin_ys, rtol=1e-8)
+
+
+@pytest.mark.parametrize("log_space", [True, False])
+def test_blow_up_is_a_status_not_an_exception(log_space):
+    params = {"c": np.array([0.1, 1.0])}  # point 0 blows up at t = 10 s, after t_final
+    times = np.linspace(0.0, 2.0, 21)
+    ys, status, messages = solve_reference(Quadratic(), params, 2.0, times, log_space=log_space)
+    assert status[0] == Status.OK
+    np.testing.assert_allclose(ys[0, :, 0], 1.0 / (1.0 - 0.1 * times), rtol=1e-9)
+    # Near t = 1 s the solution is finite but grows faster than any step can follow, so DOP853
+    # gives up ("solver failed") before x reaches the float64 range; either way it is data.
+    assert status[1] in (Status.OVERFLOW, Status.NONFINITE, Status.SOLVER_FAILED)
+    assert "t = 1 s" in messages[1] or "t = 0.99" in messages[1]
+    before, after = times < 0.95, times > 1.0
+    np.testing.assert_allclose(ys[1, before, 0], 1.0 / (1.0 - times[before]), rtol=1e-8)
+    assert np.all(np.isnan(ys[1, after, 0]))
+
+
+def test_overflow_of_exp_in_log_space_keeps_integrating():
+    params = {"g": np.array([1000.0])}
+    times = np.linspace(0.0, 1.0, 11)
+    ys, status, messages = solve_reference(Growth(), params, 1.0, times)
+    assert status[0] == Status.OVERFLOW
+    assert "0.70978" in messages[0]  # log(float64 max) / 1000 s
+    assert np.all(np.isinf(ys[0, times > 0.71, 0]))
+    np.testing.assert_allclose(ys[0, times < 0.7, 0], np.exp(1000.0 * times[times < 0.7]), rtol=1e-9)
+
+
+def test_nan_in_the_vector_field_is_non_finite():
+    params = {"unused": np.array([0.0])}
+    times = np.linspace(0.0, 2.0, 21)
+    ys, status, messages = solve_reference(SquareRootOfPast(), params, 2.0, times)
+    assert status[0] == Status.NONFINITE
+    assert "t = 1.5 s" in messages[0]
+    np.testing.assert_allclose(ys[0, times <= 1.0, 0], 1.0 - 2.0 * times[times <= 1.0], atol=1e-10)
+    assert np.all(np.isnan(ys[0, times > 1.5, 0]))
+
+
+def test_ddeint_backend_is_roughly_right_on_the_linear_equation():
+    a = np.array([0.5, 1.0])
+    params = {"a": a, "b": np.zeros(2), "tau2": np.ones(2)}
+    times = np.linspace(0.0, 3.0, 31)
+    ys, status, messages = solve_ddeint(LinearDelay(), params, 3.0, times)
+    assert np.all(status == Status.OK), messages
+    for b in range(2):
+        np.testing.assert_allclose(ys[b, :, 0], exact_single_delay(a[b], times), atol=1e-2)
