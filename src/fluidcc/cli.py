@@ -14,7 +14,7 @@ import click
 
 from .errors import FluidccError
 
-DEFAULT_SWEEP_GRID = ("kappa=0.05:2:96", "rtt=10ms:1s:96:log")
+DEFAULT_SWEEP_GRID = ("kappa=0.05:2:64", "rtt=10ms:1s:64:log")
 
 _UNITS_HELP = (
     "Units: rates accept bps, kbps, Mbps, Gbps, pps (bare numbers are packets/s of 1000 bytes); "
@@ -116,9 +116,9 @@ def simulate_command(model, sets, rtts, duration, saves_per_rtt, steps_per_delay
 @click.option("--horizon-rtts", default=250.0, show_default=True, type=float, help="Integration horizon, in RTTs.")
 @click.option("--saves-per-rtt", default=4, show_default=True, type=int, help="Saved points per RTT.")
 @click.option("--steps-per-delay", default=32, show_default=True, type=int, help="RK4 steps per RTT (starting resolution).")
-@click.option("--rtol", default=1e-6, show_default=True, type=float,
+@click.option("--rtol", default=1e-5, show_default=True, type=float,
               help="Per-point tolerance: points are refined until the error estimate is below it (0 turns refinement off).")
-@click.option("--max-steps-per-delay", default=1024, show_default=True, type=int, help="Finest resolution allowed.")
+@click.option("--max-steps-per-delay", default=256, show_default=True, type=int, help="Finest resolution allowed.")
 @click.option("--out", default="fluidcc-out/sweep", show_default=True, type=click.Path(file_okay=False),
               help="Output folder: sweep.nc (NetCDF dataset) and sweep.png; partial results are kept there "
                    "if the sweep is interrupted, and a rerun resumes.")

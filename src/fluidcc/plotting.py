@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
 
-from .stability.classify import BEHAVIOUR_NAMES  # noqa: E402
+from .stability.classify import BEHAVIOUR_NAMES, Behaviour  # noqa: E402
 
 _BEHAVIOUR_COLOURS = ["#2b8a3e", "#a9e34b", "#f59f00", "#c92a2a", "#495057"]
 
@@ -43,7 +43,8 @@ def sweep_heatmap(dataset: xr.Dataset, path: str | Path | None = None):
         mesh = axes[0].pcolormesh(x, y, behaviour.values, cmap=cmap, norm=norm, shading="nearest")
         bar = fig.colorbar(mesh, ax=axes[0], ticks=range(len(BEHAVIOUR_NAMES)))
         bar.ax.set_yticklabels(BEHAVIOUR_NAMES)
-        amp = np.where(amplitude.values > 0, amplitude.values, np.nan)
+        oscillating = behaviour.values == int(Behaviour.OSCILLATING)
+        amp = np.where(oscillating & (amplitude.values > 0), amplitude.values, np.nan)
         with np.errstate(divide="ignore", invalid="ignore"):
             mesh2 = axes[1].pcolormesh(x, y, np.log10(amp), shading="nearest", cmap="viridis")
         fig.colorbar(mesh2, ax=axes[1], label="log10 relative amplitude")
@@ -57,7 +58,7 @@ def sweep_heatmap(dataset: xr.Dataset, path: str | Path | None = None):
                 # Theorem 1 (VCP paper): kappa <= 1/2 is sufficient for global stability.
                 (ax.axvline if xdim == "kappa" else ax.axhline)(0.5, color="white", ls="--", lw=1.2)
     axes[0].set_title("behaviour" + (f" ({note})" if note else ""))
-    axes[1].set_title("amplitude of sustained or slow oscillation")
+    axes[1].set_title("amplitude of sustained oscillation")
     fig.suptitle(dataset.attrs.get("title", "sweep"))
     if path is not None:
         fig.savefig(path, dpi=120)

@@ -206,7 +206,7 @@ def _compile(system: DDESystem, log_mask: tuple[bool, ...]):
     mask = np.asarray(log_mask, dtype=bool)
 
     def field(t, z, z_delayed, params):
-        return system.vector_field_log(t, z, z_delayed, params, jnp.asarray(mask))
+        return system.vector_field_log(t, z, z_delayed, params, mask)
 
     def history(times, params):
         mixed = lambda s: to_mixed(system.history(s, params), jnp.asarray(mask))

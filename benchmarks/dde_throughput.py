@@ -1,0 +1,600 @@
+"""Throughput and accuracy of fluidcc's RK4 engine on the MIAIMD aggregate equation, against jitcdde
+and the SciPy reference, in one run on one machine.
+
+The model is eq. (14) of the VCP paper,
+
+    w'(t) = (1/T) { kappa w(t) [gamma C T / w(t - T) - 1] + N alpha },   w = N on [-T, 0],
+
+at random points: kappa in [0.05, 2], T in [0.01, 1] s, C in [1250, 125000] packets/s and
+N in [10, 1000] flows (rounded to whole flows), each log-uniform; alpha = 1, gamma = 0.98. Every
+point is saved once per RTT, t = 0, T, ..., R T (R = --rtts).
+
+1. fluidcc, method="rk4", on every point: fixed-step at --steps-per-delay, then with rtol=--rtol
+   refinement. A warm-up call on one chunk of points compiles the fixed-step kernels first; the
+   compile time JAX reports (tracing, lowering and XLA compilation events) is given separately,
+   and subtracted from the refinement run, whose kernels for the refined subsets compile as the
+   run reaches them.
+2. jitcdde on a random subsample, with T, C, N and kappa as control parameters (compiled to C
+   once; the compilation is excluded from the timing). Per point: purge_past, constant_past,
+   set_parameters, adjust_diff (step_on_discontinuities cannot be used: the delay T is a control
+   parameter), then integrate to each save time. Four configurations: eq. (14) as written
+   ("natural") and in log coordinates like fluidcc ("log"), each at jitcdde's default tolerances
+   (the headline; adjust_diff at its default shift ratio too) and at --jitcdde-rtol/--jitcdde-atol
+   with a narrower adjust_diff shift (--jitcdde-shift-ratio), for a like-for-like accuracy figure.
+3. fluidcc's SciPy reference (method="scipy": DOP853 by the method of steps, rtol 1e-11) on a
+   random subsample that contains the jitcdde subsample. On every point whose reference is finite
+   at all save points t >= --skip-rtts * T and whose fluidcc status is ok, the error is
+   max |w / w_ref - 1| over those save points. A "wrong number" is a save point where a solver
+   returned a finite window and the reference a non-finite one, or the other way round; fluidcc
+   must report failures as a status, never as a wrong number.
+
+Times are wall-clock seconds; trajectories/s counts points integrated over the full horizon.
+Run from the repository root, e.g.
+
+    PYTHONPATH=src python benchmarks/dde_throughput.py --out benchmarks/dde_throughput.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+from collections import Counter
+
+import numpy as np
+
+import fluidcc
+from fluidcc.dde import Status, solve
+from fluidcc.dde._solve import DEFAULT_BATCH_CHUNK
+from fluidcc.models import MIAIMDAggregate, miaimd
+
+import jax
+
+ALPHA = 1.0
+GAMMA = 0.98
+RANGES = {  # log-uniform ranges of the random points
+    "kappa": (0.05, 2.0),
+    "rtt_s": (0.01, 1.0),
+    "capacity_pps": (1250.0, 125000.0),
+    "n_flows": (10.0, 1000.0),
+}
+ERROR_THRESHOLD = 1e-6
+
+
+# ------------------------------------------------------------------------------------------------
+# command line
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Speed and accuracy of fluidcc's RK4 DDE engine vs jitcdde and the SciPy "
+        "reference on the MIAIMD aggregate equation (VCP paper eq. 14).",
+    )
+    parser.add_argument("--points", type=int, default=10000, help="random parameter points integrated by fluidcc")
+    parser.add_argument("--rtts", type=int, default=250, help="horizon in RTTs; one save per RTT (t = 0, T, ..., rtts*T seconds)")
+    parser.add_argument("--jitcdde-points", type=int, default=200, help="points of the random subsample integrated by jitcdde")
+    parser.add_argument("--reference-points", type=int, default=200, help="points of the random subsample integrated by the SciPy reference (contains the jitcdde subsample)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random points and subsamples")
+    parser.add_argument("--steps-per-delay", type=int, default=32, help="fluidcc RK4 steps per RTT (even)")
+    parser.add_argument("--rtol", type=float, default=1e-6, help="fluidcc refinement tolerance (relative error of the window)")
+    parser.add_argument("--max-steps-per-delay", type=int, default=4096, help="finest fluidcc resolution the refinement may use")
+    parser.add_argument("--batch-chunk", type=int, default=DEFAULT_BATCH_CHUNK, help="fluidcc points integrated together")
+    parser.add_argument("--skip-rtts", type=int, default=5, help="errors are measured on save points t >= skip_rtts * T")
+    parser.add_argument("--jitcdde-rtol", type=float, default=1e-8, help="jitcdde rtol of the like-for-like accuracy runs")
+    parser.add_argument("--jitcdde-atol", type=float, default=1e-12, help="jitcdde atol of the like-for-like accuracy runs (packets, or log packets in log coordinates)")
+    parser.add_argument("--jitcdde-shift-ratio", type=float, default=1e-8, help="adjust_diff shift ratio of the like-for-like runs (the jump width is this times 1 s)")
+    parser.add_argument("--jitcdde-point-timeout", type=float, default=60.0, help="seconds after which a jitcdde point is abandoned and counted as a failure")
+    parser.add_argument("--no-jitcdde-tight", action="store_true", help="skip the like-for-like jitcdde runs at tight tolerances")
+    parser.add_argument("--out", default=None, help="path of the JSON file with every figure (optional)")
+    args = parser.parse_args(argv)
+    for name in ("points", "rtts", "steps_per_delay", "batch_chunk"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    for name in ("jitcdde_points", "reference_points", "skip_rtts"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+    if args.skip_rtts > args.rtts:
+        parser.error(f"--skip-rtts ({args.skip_rtts}) must not exceed --rtts ({args.rtts})")
+    return args
+
+
+def log(message: str) -> None:
+    stamp = _dt.datetime.now().strftime("%H:%M:%S")
+    print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# points
+
+
+def draw_points(n: int, seed: int) -> dict[str, np.ndarray]:
+    """n log-uniform points (kappa, T s, C packets/s, N flows) with alpha = 1, gamma = 0.98."""
+    rng = np.random.default_rng(seed)
+    points = {}
+    for name, (low, high) in RANGES.items():
+        points[name] = np.exp(rng.uniform(np.log(low), np.log(high), n))
+    points["n_flows"] = np.round(points["n_flows"])
+    return points
+
+
+def subsamples(n: int, n_reference: int, n_jitcdde: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random reference and jitcdde subsamples (indices), the jitcdde one inside the reference one
+    whenever it is not the larger."""
+    order = np.random.default_rng([seed, 1]).permutation(n)
+    return np.sort(order[: min(n_reference, n)]), np.sort(order[: min(n_jitcdde, n)])
+
+
+def params_of(points: dict[str, np.ndarray], index=None):
+    pick = (lambda a: a) if index is None else (lambda a: a[index])
+    return miaimd.aggregate_params(
+        kappa=pick(points["kappa"]), capacity_pps=pick(points["capacity_pps"]), rtt_s=pick(points["rtt_s"]),
+        n_flows=pick(points["n_flows"]), alpha=ALPHA, gamma=GAMMA,
+    )
+
+
+def save_grid(rtt_s: np.ndarray, rtts: int) -> np.ndarray:
+    """Save times t = k T, k = 0..rtts, seconds, shape (B, rtts + 1)."""
+    return rtt_s[:, None] * np.arange(rtts + 1)[None, :]
+
+
+# ------------------------------------------------------------------------------------------------
+# fluidcc
+
+
+class CompileClock:
+    """Sums the durations JAX reports for tracing, lowering and compiling while it is active."""
+
+    EVENTS = (
+        "/jax/core/compile/jaxpr_trace_duration",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration",
+        "/jax/core/compile/backend_compile_duration",
+    )
+
+    def __init__(self):
+        self.seconds = 0.0
+        self.backend_compiles = 0
+        self._active = False
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+
+    def _listen(self, event, duration, **kwargs):
+        if self._active and event in self.EVENTS:
+            self.seconds += float(duration)
+            if event == self.EVENTS[-1]:
+                self.backend_compiles += 1
+
+    def __enter__(self):
+        self.seconds, self.backend_compiles, self._active = 0.0, 0, True
+        return self
+
+    def __exit__(self, *exc):
+        self._active = False
+
+
+def timed_solve(clock: CompileClock, params, t_final, grid, **kwargs):
+    with clock, np.errstate(over="ignore"):
+        started = time.perf_counter()
+        sol = solve(MIAIMDAggregate(), params, t_final, grid, method="rk4", **kwargs)
+        wall = time.perf_counter() - started
+    return sol, wall, clock.seconds, clock.backend_compiles
+
+
+def status_counts(status: np.ndarray) -> dict[str, int]:
+    counts = Counter(int(s) for s in np.asarray(status))
+    return {Status(code).name.lower(): int(counts[code]) for code in sorted(counts)}
+
+
+def run_fluidcc(args, points, grid, t_final) -> tuple[dict, dict]:
+    size = len(t_final)
+    chunk = min(args.batch_chunk, size)
+    clock = CompileClock()
+    params = params_of(points)
+    report: dict = {"batch_chunk": chunk, "points": size}
+
+    # Warm-up: one chunk, at the fixed resolution and at half of it (the coarse pass of the
+    # refinement), so the fixed-step run below reuses compiled kernels.
+    warm = np.arange(chunk)
+    warm_params = params_of(points, warm)
+    compile_s, compile_wall, compiles = 0.0, 0.0, 0
+    for steps in sorted({args.steps_per_delay, max(2, args.steps_per_delay // 2)}):
+        _, wall, seconds, count = timed_solve(
+            clock, warm_params, t_final[warm], grid[warm], steps_per_delay=steps, batch_chunk=chunk
+        )
+        compile_s, compile_wall, compiles = compile_s + seconds, compile_wall + wall, compiles + count
+    report["warmup"] = {"points": chunk, "wall_s": compile_wall, "compile_s": compile_s, "kernels_compiled": compiles}
+    log(f"fluidcc warm-up: {compile_wall:.1f} s wall, {compile_s:.1f} s compiling ({compiles} XLA compiles)")
+
+    fixed, wall, seconds, count = timed_solve(
+        clock, params, t_final, grid, steps_per_delay=args.steps_per_delay, batch_chunk=chunk
+    )
+    report["fixed"] = {
+        "steps_per_delay": args.steps_per_delay,
+        "wall_s": wall,
+        "compile_s_during_run": seconds,
+        "kernels_compiled_during_run": count,
+        "trajectories_per_s": size / wall,
+        "status": status_counts(fixed.status),
+    }
+    log(f"fluidcc fixed-step: {wall:.1f} s, {size / wall:.0f} trajectories/s ({fixed.summary()})")
+
+    refined, wall, seconds, count = timed_solve(
+        clock, params, t_final, grid, steps_per_delay=args.steps_per_delay, rtol=args.rtol,
+        max_steps_per_delay=args.max_steps_per_delay, batch_chunk=chunk,
+    )
+    levels, counts = np.unique(refined.steps_per_delay, return_counts=True)
+    report["rtol"] = {
+        "rtol": args.rtol,
+        "max_steps_per_delay": args.max_steps_per_delay,
+        "wall_s": wall,
+        "compile_s_during_run": seconds,
+        "kernels_compiled_during_run": count,
+        "wall_s_excluding_compile": wall - seconds,
+        "trajectories_per_s": size / (wall - seconds),
+        "trajectories_per_s_including_compile": size / wall,
+        "status": status_counts(refined.status),
+        "steps_per_delay_used": {int(l): int(c) for l, c in zip(levels, counts)},
+    }
+    log(f"fluidcc rtol={args.rtol:g}: {wall:.1f} s wall of which {seconds:.1f} s compiling ({count} XLA "
+        f"compiles), {size / (wall - seconds):.0f} trajectories/s excluding compilation ({refined.summary()})")
+    windows = {"fixed": fixed.ys[..., 0], "rtol": refined.ys[..., 0]}
+    statuses = {"fixed": np.asarray(fixed.status), "rtol": np.asarray(refined.status)}
+    return report, {"windows": windows, "status": statuses}
+
+
+# ------------------------------------------------------------------------------------------------
+# jitcdde
+
+
+def build_jitcdde(coordinates: str):
+    """Eq. (14) with T, C, N, kappa as control parameters, compiled to C once.
+
+    coordinates "natural" integrates w as the paper writes it; "log" integrates log w:
+    d(log w)/dt = [kappa (gamma C T / w(t - T) - 1) + N alpha / w(t)] / T.
+    """
+    import symengine
+    from jitcdde import jitcdde, t, y
+
+    rtt, capacity, flows, kappa = symengine.symbols("T C N kappa")
+    if coordinates == "natural":
+        field = [(kappa * y(0) * (GAMMA * capacity * rtt / y(0, t - rtt) - 1) + flows * ALPHA) / rtt]
+    else:
+        field = [(kappa * (GAMMA * capacity * rtt * symengine.exp(-y(0, t - rtt)) - 1)
+                  + flows * ALPHA * symengine.exp(-y(0))) / rtt]
+    dde = jitcdde(field, control_pars=[rtt, capacity, flows, kappa], max_delay=RANGES["rtt_s"][1], verbose=False)
+    dde.compile_C()
+    return dde
+
+
+def run_jitcdde_config(dde, coordinates, points, index, grid, tolerances, shift_ratio, timeout):
+    """Integrate the points `index` with one jitcdde configuration; failures are recorded per point."""
+    windows = np.full((len(index), grid.shape[1]), np.nan)
+    failures: Counter = Counter()
+    if tolerances is None:
+        dde.set_integration_parameters()
+    else:
+        dde.set_integration_parameters(rtol=tolerances[0], atol=tolerances[1])
+    started = time.perf_counter()
+    for row, i in enumerate(index):
+        point_started = time.perf_counter()
+        initial = points["n_flows"][i]
+        try:
+            dde.purge_past()
+            dde.constant_past([np.log(initial) if coordinates == "log" else initial])
+            dde.set_parameters(points["rtt_s"][i], points["capacity_pps"][i], points["n_flows"][i], points["kappa"][i])
+            if shift_ratio is None:
+                dde.adjust_diff()
+            else:
+                dde.adjust_diff(shift_ratio=shift_ratio)
+            for column, when in enumerate(grid[i]):
+                windows[row, column] = dde.integrate(when)[0]
+                if time.perf_counter() - point_started > timeout:
+                    raise TimeoutError(f"point took more than {timeout:g} s")
+        except Exception as error:  # a failing point is data, like fluidcc's statuses
+            # the save points before the failure keep their values; the rest stay NaN
+            failures[type(error).__name__] += 1
+    wall = time.perf_counter() - started
+    if coordinates == "log":
+        with np.errstate(over="ignore"):
+            windows = np.exp(windows)
+    return windows, wall, dict(failures)
+
+
+def run_jitcdde(args, points, index, grid) -> tuple[dict, dict]:
+    if len(index) == 0:
+        return {"skipped": "--jitcdde-points 0"}, {}
+    try:
+        import jitcdde as _jitcdde_module
+    except ImportError as error:
+        return {"skipped": f"jitcdde not importable: {error}"}, {}
+    report: dict = {"version": getattr(_jitcdde_module, "__version__", "unknown"), "points": len(index)}
+    windows = {}
+    configs = [("natural", "default"), ("log", "default")]
+    if not args.no_jitcdde_tight:
+        configs += [("natural", "tight"), ("log", "tight")]
+    compiled = {}
+    for coordinates in ("natural", "log"):
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled[coordinates] = build_jitcdde(coordinates)
+        report[f"compile_s_{coordinates}"] = time.perf_counter() - started
+    for coordinates, tolerance in configs:
+        name = f"{coordinates}/{tolerance}"
+        tight = tolerance == "tight"
+        with warnings.catch_warnings():
+            # jitcdde warns when a save time lies inside its last step (it then interpolates) and
+            # about the discontinuity handling chosen here on purpose.
+            warnings.simplefilter("ignore")
+            w, wall, failures = run_jitcdde_config(
+                compiled[coordinates], coordinates, points, index, grid,
+                (args.jitcdde_rtol, args.jitcdde_atol) if tight else None,
+                args.jitcdde_shift_ratio if tight else None,
+                args.jitcdde_point_timeout,
+            )
+        windows[name] = w
+        report[name] = {
+            "coordinates": coordinates,
+            "rtol": args.jitcdde_rtol if tight else 1e-5,
+            "atol": args.jitcdde_atol if tight else 1e-10,
+            "adjust_diff_shift_ratio": args.jitcdde_shift_ratio if tight else 1e-4,
+            "wall_s": wall,
+            "trajectories_per_s": len(index) / wall,
+            "exceptions": failures,
+            "points_with_nonfinite_windows": int(np.sum(~np.all(np.isfinite(w), axis=1))),
+        }
+        log(f"jitcdde {name}: {wall:.1f} s, {len(index) / wall:.0f} trajectories/s, exceptions {failures or 0}")
+    return report, windows
+
+
+# ------------------------------------------------------------------------------------------------
+# reference and accuracy
+
+
+def run_reference(points, index, grid, t_final) -> tuple[dict, np.ndarray, np.ndarray]:
+    started = time.perf_counter()
+    with np.errstate(over="ignore"):
+        sol = solve(MIAIMDAggregate(), params_of(points, index), t_final[index], grid[index], method="scipy")
+    wall = time.perf_counter() - started
+    report = {
+        "points": len(index),
+        "wall_s": wall,
+        "trajectories_per_s": len(index) / wall,
+        "status": status_counts(sol.status),
+    }
+    failed = [m for m, s in zip(sol.messages, sol.status) if s == Status.SOLVER_FAILED]
+    if failed:
+        report["first_solver_failure"] = str(failed[0])[:500]
+    log(f"reference: {wall:.1f} s, {len(index) / wall:.1f} trajectories/s ({sol.summary()})")
+    return report, sol.ys[..., 0], np.asarray(sol.status)
+
+
+def error_stats(windows, ref, usable, first) -> dict:
+    """max |w / w_ref - 1| per usable point over save points >= first, summarised."""
+    if not np.any(usable):
+        return {"points": 0}
+    with np.errstate(all="ignore"):
+        ratio = np.abs(windows[usable, first:] / ref[usable, first:] - 1.0)
+    ratio = np.where(np.isfinite(ratio), ratio, np.inf)  # a solver's non-finite value is an error
+    errors = ratio.max(axis=1)
+    return {
+        "points": int(usable.sum()),
+        "max": float(errors.max()),
+        "p99": float(np.percentile(errors, 99)),
+        "median": float(np.median(errors)),
+        "above_1e-6": int(np.sum(errors > ERROR_THRESHOLD)),
+        "per_point": errors,
+    }
+
+
+def finiteness_mismatches(windows, ref, compared) -> dict:
+    """Points with a save point where exactly one of solver and reference is finite."""
+    solver_finite = np.isfinite(windows[compared])
+    ref_finite = np.isfinite(ref[compared])
+    return {
+        "finite_where_reference_not": int(np.sum(np.any(solver_finite & ~ref_finite, axis=1))),
+        "nonfinite_where_reference_finite": int(np.sum(np.any(~solver_finite & ref_finite, axis=1))),
+    }
+
+
+def accuracy(args, fluidcc_out, jitcdde_windows, ref_index, jit_index, ref_windows, ref_status) -> dict:
+    first = args.skip_rtts
+    ref_usable = np.all(np.isfinite(ref_windows[:, first:]), axis=1)
+    ref_ran = ref_status != Status.SOLVER_FAILED  # the reference itself failing says nothing of a solver
+    report: dict = {
+        "save_points_from": f"t >= {first} T",
+        "reference_finite_points": int(ref_usable.sum()),
+        "reference_solver_failures": int(np.sum(~ref_ran)),
+    }
+    for run in ("fixed", "rtol"):
+        windows = fluidcc_out["windows"][run][ref_index]
+        status = fluidcc_out["status"][run][ref_index]
+        usable = ref_usable & (status == Status.OK)
+        stats = error_stats(windows, ref_windows, usable, first)
+        stats.update(finiteness_mismatches(windows, ref_windows, ref_ran))
+        stats["status_ok_but_nonfinite"] = int(np.sum((status == Status.OK) & ~np.all(np.isfinite(windows), axis=1)))
+        pairs = Counter(
+            f"{Status(int(a)).name.lower()}/{Status(int(b)).name.lower()}" for a, b in zip(status, ref_status)
+        )
+        stats["status_fluidcc_vs_reference"] = dict(sorted(pairs.items()))
+        report[f"fluidcc_{run}"] = stats
+    # jitcdde: its points are a subset of the reference ones (when not more numerous)
+    position = {int(i): k for k, i in enumerate(ref_index)}
+    rows = np.array([position.get(int(i), -1) for i in jit_index], dtype=int)
+    inside = rows >= 0
+    for name, windows in jitcdde_windows.items():
+        w = windows[inside]
+        ref_w, usable_ref, ran = ref_windows[rows[inside]], ref_usable[rows[inside]], ref_ran[rows[inside]]
+        ok = np.all(np.isfinite(w[:, first:]), axis=1)
+        stats = error_stats(w, ref_w, usable_ref & ok, first)
+        stats["points_not_finite_where_reference_finite"] = int(np.sum(usable_ref & ~ok))
+        stats.update(finiteness_mismatches(w, ref_w, ran))
+        report[f"jitcdde_{name}"] = stats
+    # fluidcc on exactly the jitcdde points, for a like-for-like comparison on the same subset
+    for run in ("fixed", "rtol"):
+        windows = fluidcc_out["windows"][run][jit_index[inside]]
+        status = fluidcc_out["status"][run][jit_index[inside]]
+        ref_w, usable_ref = ref_windows[rows[inside]], ref_usable[rows[inside]]
+        report[f"fluidcc_{run}_on_jitcdde_points"] = error_stats(windows, ref_w, usable_ref & (status == Status.OK), first)
+    return report
+
+
+# ------------------------------------------------------------------------------------------------
+# output
+
+
+def machine_info() -> dict:
+    import scipy
+
+    info = {
+        "cpu_count": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "jax_devices": [str(d) for d in jax.devices()],
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "fluidcc": fluidcc.__version__,
+    }
+    try:
+        import jitcdde
+
+        info["jitcdde"] = getattr(jitcdde, "__version__", "unknown")
+    except ImportError:
+        info["jitcdde"] = None
+    try:
+        with open("/proc/cpuinfo") as handle:
+            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+        if names:
+            info["cpu_model"] = names[0]
+    except OSError:
+        pass
+    return info
+
+
+def _fmt(value, spec=".2e") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and not np.isfinite(value):
+        return str(value)
+    return format(value, spec)
+
+
+def print_table(results: dict) -> None:
+    fl, jit, ref, acc = results["fluidcc"], results["jitcdde"], results["reference"], results["accuracy"]
+    machine = results["machine"]
+    print(f"\nMIAIMD eq. (14), {fl['points']} points x {results['config']['rtts']} RTTs, seed {results['config']['seed']}; "
+          f"{machine['cpu_count']} CPUs ({machine.get('cpu_model', machine['processor'])}), jax {machine['jax']} "
+          f"{len(machine['jax_devices'])} device(s)")
+    print(f"fluidcc compile (warm-up on {fl['warmup']['points']} points): {fl['warmup']['compile_s']:.1f} s "
+          f"of {fl['warmup']['wall_s']:.1f} s wall; rtol run compiled {fl['rtol']['kernels_compiled_during_run']} "
+          f"more kernels in {fl['rtol']['compile_s_during_run']:.1f} s (excluded below)")
+    header = f"{'solver':<26}{'points':>7}{'wall s':>9}{'traj/s':>10}  {'err max':>9}{'err p99':>9}{'err med':>9}{'>1e-6':>7}{'wrong#':>7}  status"
+    print(header)
+    print("-" * len(header))
+
+    def row(name, points, wall, rate, stats, status):
+        stats = stats or {}
+        wrong = None
+        if "finite_where_reference_not" in stats:
+            wrong = stats["finite_where_reference_not"] + stats["nonfinite_where_reference_finite"]
+        n = stats.get("points")
+        above = f"{stats['above_1e-6']}/{n}" if n else "-"
+        print(f"{name:<26}{points:>7}{_fmt(wall, '.1f'):>9}{_fmt(rate, '.0f'):>10}  {_fmt(stats.get('max')):>9}"
+              f"{_fmt(stats.get('p99')):>9}{_fmt(stats.get('median')):>9}{above:>7}{_fmt(wrong, 'd'):>7}  {status}")
+
+    row(f"fluidcc rk4 M={fl['fixed']['steps_per_delay']}", fl["points"], fl["fixed"]["wall_s"],
+        fl["fixed"]["trajectories_per_s"], acc.get("fluidcc_fixed"), fl["fixed"]["status"])
+    row(f"fluidcc rk4 rtol={fl['rtol']['rtol']:g}", fl["points"], fl["rtol"]["wall_s_excluding_compile"],
+        fl["rtol"]["trajectories_per_s"], acc.get("fluidcc_rtol"), fl["rtol"]["status"])
+    for name, value in jit.items():
+        if isinstance(value, dict) and "wall_s" in value:
+            row(f"jitcdde {name}", jit["points"], value["wall_s"], value["trajectories_per_s"],
+                acc.get(f"jitcdde_{name}"), {"exceptions": value["exceptions"]} if value["exceptions"] else "")
+    if "wall_s" in ref:
+        row("scipy reference (DOP853)", ref["points"], ref["wall_s"], ref["trajectories_per_s"], None, ref["status"])
+    print(f"errors: max |w/w_ref - 1| over t >= {results['config']['skip_rtts']} T on points with a finite reference "
+          f"and fluidcc status ok (jitcdde: finite output); wrong# = points with a save time where exactly one of "
+          f"solver and reference is finite")
+    for key in ("fixed", "rtol"):
+        sub = acc.get(f"fluidcc_{key}_on_jitcdde_points")
+        if sub and sub.get("points"):
+            print(f"fluidcc {key} on the jitcdde points only: max {_fmt(sub['max'])}, p99 {_fmt(sub['p99'])}, "
+                  f"median {_fmt(sub['median'])}, >1e-6: {sub['above_1e-6']}/{sub['points']}")
+    for name, ratio in results["speedup"].items():
+        print(f"speed-up {name}: {ratio:.2f}x")
+
+
+def jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(v) for v in value.tolist()]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if np.isfinite(value) else str(value)
+    return value
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    points = draw_points(args.points, args.seed)
+    grid = save_grid(points["rtt_s"], args.rtts)
+    t_final = args.rtts * points["rtt_s"]
+    ref_index, jit_index = subsamples(args.points, args.reference_points, args.jitcdde_points, args.seed)
+    if len(jit_index) and not np.all(np.isin(jit_index, ref_index)):
+        log("warning: more jitcdde points than reference points; jitcdde accuracy uses the common points only")
+
+    fluidcc_report, fluidcc_out = run_fluidcc(args, points, grid, t_final)
+    jitcdde_report, jitcdde_windows = run_jitcdde(args, points, jit_index, grid)
+    if len(ref_index):
+        reference_report, ref_windows, ref_status = run_reference(points, ref_index, grid, t_final)
+        accuracy_report = accuracy(args, fluidcc_out, jitcdde_windows, ref_index, jit_index, ref_windows, ref_status)
+    else:
+        reference_report, accuracy_report = {"skipped": "--reference-points 0"}, {}
+
+    speedup = {}
+    for name in ("natural/default", "log/default", "natural/tight", "log/tight"):
+        if name in jitcdde_report:
+            rate = jitcdde_report[name]["trajectories_per_s"]
+            speedup[f"fluidcc fixed / jitcdde {name}"] = fluidcc_report["fixed"]["trajectories_per_s"] / rate
+            speedup[f"fluidcc rtol / jitcdde {name}"] = fluidcc_report["rtol"]["trajectories_per_s"] / rate
+
+    results = {
+        "benchmark": "dde_throughput",
+        "model": "MIAIMD aggregate, VCP paper eq. (14); history w = N on [-T, 0]",
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
+        "config": {**vars(args), "ranges_log_uniform": RANGES, "alpha": ALPHA, "gamma": GAMMA},
+        "machine": machine_info(),
+        "fluidcc": fluidcc_report,
+        "jitcdde": jitcdde_report,
+        "reference": reference_report,
+        "accuracy": accuracy_report,
+        "speedup": speedup,
+        "subsamples": {"reference": ref_index, "jitcdde": jit_index},
+        "total_wall_s": time.perf_counter() - started,
+    }
+    print_table(results)
+    print(f"total wall time {results['total_wall_s']:.0f} s")
+    if args.out:
+        with open(args.out, "w") as handle:
+            json.dump(jsonable(results), handle, indent=1)
+        print(f"wrote {args.out}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

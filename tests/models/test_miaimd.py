@@ -1,0 +1,128 @@
+"""MIAIMD (VCP paper section 5): base point against the reference, Theorem 1, heterogeneous RTTs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fluidcc.dde import Status, solve
+from fluidcc.errors import ParameterError
+from fluidcc.models import MIAIMD, MIAIMDAggregate, miaimd
+
+BASE = dict(kappa=0.25, capacity_pps=18750.0, rtt_s=0.08, n_flows=50)
+
+
+def test_base_point_matches_the_scipy_reference_at_every_save_point():
+    """C = 150 Mb/s, T = 80 ms, N = 50, alpha = 1, gamma = 0.98, kappa = 0.25, w_i = 1 on [-T, 0]."""
+    params = miaimd.aggregate_params(**{k: [v] for k, v in BASE.items()})
+    times = np.arange(0, 200 * 4 + 1) * 0.08 / 4  # four saves per RTT, start-up spike included
+    fast = solve(MIAIMDAggregate(), params, 200 * 0.08, times, steps_per_delay=32, rtol=1e-7)
+    ref = solve(MIAIMDAggregate(), params, 200 * 0.08, times, method="scipy")
+    assert fast.status[0] == Status.OK and ref.status[0] == Status.OK
+    relative = np.abs(fast.ys[0, :, 0] / ref.ys[0, :, 0] - 1)
+    assert relative.max() <= 1e-6, relative.max()
+    assert ref.ys[0, :, 0].max() > 50 * 1670  # the spike is there, and was matched
+    np.testing.assert_allclose(fast.ys[0, -1, 0], 1670.0, rtol=1e-9)  # Theorem 1: w* = 1670
+
+
+def test_theorem1_equilibrium_closed_form():
+    eq = miaimd.equilibrium_homogeneous(0.25, 1.0, 0.98, 18750.0, 0.08, 50)
+    assert eq["window"] == pytest.approx(0.98 * 18750 * 0.08 + 50 / 0.25)
+    assert eq["flow_rate"] == pytest.approx(0.98 * 18750 / 50 + 1 / (0.25 * 0.08))
+
+
+_point = st.fixed_dictionaries({
+    "kappa": st.floats(0.1, 0.5),
+    "alpha": st.floats(0.2, 3.0),
+    "gamma": st.floats(0.5, 1.0),
+    "capacity_pps": st.floats(1e3, 1e5),
+    "rtt_s": st.floats(0.01, 0.5),
+})
+
+HORIZON_RTTS = 1500
+
+
+@given(st.lists(_point, min_size=1, max_size=4), st.data())
+def test_theorem1_kappa_at_most_half_converges_to_the_equilibrium(points, data):
+    # N is chosen so the per-flow BDP gamma C T / N stays in [0.5, 40]: the start-up spike then
+    # decays (at about kappa per RTT) well within the horizon.
+    flows = []
+    for p in points:
+        bdp = p["gamma"] * p["capacity_pps"] * p["rtt_s"]
+        low, high = max(1, int(np.ceil(bdp / 40))), max(1, int(np.floor(bdp / 0.5)))
+        flows.append(data.draw(st.integers(min(low, high), high)))
+    values = {k: np.array([p[k] for p in points]) for k in points[0]}
+    params = miaimd.aggregate_params(n_flows=np.array(flows, dtype=float), **values)
+    rtt = values["rtt_s"]
+    sol = solve(MIAIMDAggregate(), params, HORIZON_RTTS * rtt, np.stack([rtt * (HORIZON_RTTS - 1), rtt * HORIZON_RTTS], 1),
+                steps_per_delay=16)
+    eq = miaimd.equilibrium_homogeneous(values["kappa"], values["alpha"], values["gamma"],
+                                        values["capacity_pps"], rtt, np.array(flows))
+    assert np.all(sol.success)
+    np.testing.assert_allclose(sol.ys[:, -1, 0], eq["window"], rtol=1e-6)
+    rate = sol.ys[:, -1, 0] / np.array(flows) / rtt
+    np.testing.assert_allclose(rate, eq["flow_rate"], rtol=1e-6)
+
+
+def test_per_flow_model_with_equal_rtts_reduces_to_eq14():
+    times = np.linspace(0, 40 * 0.08, 81)
+    agg = solve(MIAIMDAggregate(), miaimd.aggregate_params(**{k: [v] for k, v in BASE.items()}), 40 * 0.08, times,
+                steps_per_delay=32)
+    flows = miaimd.flow_params(kappa=0.25, capacity_pps=18750.0 / 10, rtt_s=np.full(5, 0.08))
+    per_flow = solve(MIAIMD(), flows, 40 * 0.08, times, steps_per_delay=32)
+    # 5 flows on C/10 behave like 50 flows on C, scaled by 10 flows per flow.
+    np.testing.assert_allclose(per_flow.ys[0].sum(axis=1) * 10, agg.ys[0, :, 0], rtol=1e-10)
+
+
+@pytest.mark.parametrize("split", ["forward", "backward"])
+@given(rtts=st.lists(st.floats(0.02, 0.12), min_size=2, max_size=4), kappa=st.floats(0.1, 0.4))
+def test_heterogeneous_rtt_equilibrium(split, rtts, kappa):
+    rtts = np.array(rtts)
+    capacity = 2000.0
+    params = miaimd.flow_params(kappa=kappa, capacity_pps=capacity, rtt_s=rtts)
+    horizon = 1200 * rtts.max()
+    sol = solve(MIAIMD(delay_split=split), params, horizon, np.array([horizon]), steps_per_delay=16)
+    eq = miaimd.equilibrium_heterogeneous(kappa, 1.0, 0.98, capacity, rtts)
+    assert sol.status[0] == Status.OK
+    harmonic = len(rtts) / np.sum(1 / rtts)
+    expected = 0.98 * capacity / len(rtts) * harmonic / rtts + 1.0 / (kappa * rtts)
+    np.testing.assert_allclose(eq["flow_rate"], expected, rtol=1e-12)
+    np.testing.assert_allclose(sol.ys[0, -1] / rtts, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "kwargs, field, value",
+    [
+        (dict(capacity_pps=0.0), "capacity", "0"),
+        (dict(capacity_pps=-5.0), "capacity", "-5"),
+        (dict(kappa=0.0), "kappa", "0"),
+        (dict(kappa=-0.1), "kappa", "-0.1"),
+        (dict(gamma=0.0), "gamma", "0"),
+        (dict(gamma=1.2), "gamma", "1.2"),
+        (dict(rtt_s=0.0), "rtt", "0"),
+        (dict(rtt_s=-0.08), "rtt", "-0.08"),
+        (dict(n_flows=0), "n_flows", "0"),
+        (dict(n_flows=2.5), "n_flows", "2.5"),
+    ],
+)
+def test_bad_parameters_name_field_value_and_range(kwargs, field, value):
+    arguments = dict(BASE)
+    arguments.update(kwargs)
+    with pytest.raises(ParameterError) as info:
+        miaimd.aggregate_params(**arguments)
+    message = str(info.value)
+    assert message.startswith(f"{field} = {value}") and "allowed" in message, message
+
+
+def test_bad_per_flow_rtt_names_its_position():
+    with pytest.raises(ParameterError, match=r"rtt = -0.1 .*> 0 s"):
+        miaimd.flow_params(kappa=0.25, capacity_pps=1000.0, rtt_s=[0.05, -0.1])
+
+
+def test_mismatched_batch_shapes_are_rejected():
+    with pytest.raises(ParameterError, match="batch"):
+        miaimd.aggregate_params(kappa=[0.1, 0.2], capacity_pps=[1.0, 2.0, 3.0], rtt_s=0.1, n_flows=10)
+    with pytest.raises(ParameterError, match="at least one"):
+        miaimd.aggregate_params(kappa=[], capacity_pps=1.0, rtt_s=0.1, n_flows=10)
