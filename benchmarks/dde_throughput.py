@@ -89,6 +89,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--jitcdde-atol", type=float, default=1e-12, help="jitcdde atol of the like-for-like accuracy runs (packets, or log packets in log coordinates)")
     parser.add_argument("--jitcdde-shift-ratio", type=float, default=1e-8, help="adjust_diff shift ratio of the like-for-like runs (the jump width is this times 1 s)")
     parser.add_argument("--jitcdde-point-timeout", type=float, default=60.0, help="seconds after which a jitcdde point is abandoned and counted as a failure")
+    parser.add_argument("--reference-workers", type=int, default=os.cpu_count() or 1, help="processes running the SciPy reference (it runs alone, after the timed solvers)")
     parser.add_argument("--no-jitcdde-tight", action="store_true", help="skip the like-for-like jitcdde runs at tight tolerances")
     parser.add_argument("--out", default=None, help="path of the JSON file with every figure (optional)")
     args = parser.parse_args(argv)
@@ -354,22 +355,56 @@ def run_jitcdde(args, points, index, grid) -> tuple[dict, dict]:
 # reference and accuracy
 
 
-def run_reference(points, index, grid, t_final) -> tuple[dict, np.ndarray, np.ndarray]:
-    started = time.perf_counter()
+def _reference_worker(points, grid, t_final):
+    """Integrate a slice of points with the SciPy reference (runs in a worker process)."""
     with np.errstate(over="ignore"):
-        sol = solve(MIAIMDAggregate(), params_of(points, index), t_final[index], grid[index], method="scipy")
+        sol = solve(MIAIMDAggregate(), params_of(points), t_final, grid, method="scipy")
+    return sol.ys[..., 0], np.asarray(sol.status), [str(m) for m in sol.messages]
+
+
+def run_reference(args, points, index, grid, t_final) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The SciPy reference on the points `index`, one point at a time, spread over worker processes
+    (it is not a competitor: only its answers are used, its speed is given for information)."""
+    workers = max(1, min(args.reference_workers, len(index)))
+    started = time.perf_counter()
+    if workers == 1:
+        windows, status, messages = _reference_worker({k: v[index] for k, v in points.items()}, grid[index], t_final[index])
+    else:
+        import concurrent.futures
+        import multiprocessing
+
+        # interleaved slices balance slow and fast points; "spawn" because JAX is multithreaded
+        slices = [index[k::workers * 4] for k in range(workers * 4) if len(index[k::workers * 4])]
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            parts = list(pool.map(
+                _reference_worker,
+                [{k: v[part] for k, v in points.items()} for part in slices],
+                [grid[part] for part in slices],
+                [t_final[part] for part in slices],
+            ))
+        windows = np.empty((len(index), grid.shape[1]))
+        status = np.empty(len(index), dtype=np.int8)
+        messages = [""] * len(index)
+        row = {int(i): k for k, i in enumerate(index)}
+        for part, (w, st, msg) in zip(slices, parts):
+            rows = [row[int(i)] for i in part]
+            windows[rows], status[rows] = w, st
+            for r, m in zip(rows, msg):
+                messages[r] = m
     wall = time.perf_counter() - started
     report = {
         "points": len(index),
+        "worker_processes": workers,
         "wall_s": wall,
         "trajectories_per_s": len(index) / wall,
-        "status": status_counts(sol.status),
+        "status": status_counts(status),
     }
-    failed = [m for m, s in zip(sol.messages, sol.status) if s == Status.SOLVER_FAILED]
+    failed = [m for m, s in zip(messages, status) if s == Status.SOLVER_FAILED]
     if failed:
-        report["first_solver_failure"] = str(failed[0])[:500]
-    log(f"reference: {wall:.1f} s, {len(index) / wall:.1f} trajectories/s ({sol.summary()})")
-    return report, sol.ys[..., 0], np.asarray(sol.status)
+        report["first_solver_failure"] = failed[0][:500]
+    log(f"reference: {wall:.1f} s with {workers} process(es), {len(index) / wall:.2f} trajectories/s "
+        f"({', '.join(f'{k}: {v}' for k, v in report['status'].items())})")
+    return report, windows, status
 
 
 def error_stats(windows, ref, usable, first) -> dict:
@@ -390,14 +425,24 @@ def error_stats(windows, ref, usable, first) -> dict:
     }
 
 
-def finiteness_mismatches(windows, ref, compared) -> dict:
-    """Points with a save point where exactly one of solver and reference is finite."""
-    solver_finite = np.isfinite(windows[compared])
-    ref_finite = np.isfinite(ref[compared])
-    return {
-        "finite_where_reference_not": int(np.sum(np.any(solver_finite & ~ref_finite, axis=1))),
-        "nonfinite_where_reference_finite": int(np.sum(np.any(~solver_finite & ref_finite, axis=1))),
+def finiteness_mismatches(windows, ref, compared, solver_ok=None) -> dict:
+    """Points (among `compared`) with a save point where exactly one of solver and reference is
+    finite. With the solver's per-point `solver_ok`, the mismatches on points it reported ok are
+    wrong numbers; on points it flagged (overflow, ...) they are failures reported as a status."""
+    solver_finite = np.isfinite(windows)
+    ref_finite = np.isfinite(ref)
+    finite_not = compared & np.any(solver_finite & ~ref_finite, axis=1)
+    nonfinite_not = compared & np.any(~solver_finite & ref_finite, axis=1)
+    counts = {
+        "finite_where_reference_not": int(np.sum(finite_not)),
+        "nonfinite_where_reference_finite": int(np.sum(nonfinite_not)),
     }
+    if solver_ok is None:
+        counts["wrong_numbers"] = int(np.sum(finite_not | nonfinite_not))
+    else:
+        counts["wrong_numbers"] = int(np.sum((finite_not | nonfinite_not) & solver_ok))
+        counts["mismatches_flagged_by_status"] = int(np.sum((finite_not | nonfinite_not) & ~solver_ok))
+    return counts
 
 
 def accuracy(args, fluidcc_out, jitcdde_windows, ref_index, jit_index, ref_windows, ref_status) -> dict:
@@ -414,7 +459,7 @@ def accuracy(args, fluidcc_out, jitcdde_windows, ref_index, jit_index, ref_windo
         status = fluidcc_out["status"][run][ref_index]
         usable = ref_usable & (status == Status.OK)
         stats = error_stats(windows, ref_windows, usable, first)
-        stats.update(finiteness_mismatches(windows, ref_windows, ref_ran))
+        stats.update(finiteness_mismatches(windows, ref_windows, ref_ran, status == Status.OK))
         stats["status_ok_but_nonfinite"] = int(np.sum((status == Status.OK) & ~np.all(np.isfinite(windows), axis=1)))
         pairs = Counter(
             f"{Status(int(a)).name.lower()}/{Status(int(b)).name.lower()}" for a, b in zip(status, ref_status)
@@ -459,6 +504,8 @@ def machine_info() -> dict:
         "numpy": np.__version__,
         "scipy": scipy.__version__,
         "fluidcc": fluidcc.__version__,
+        "jax_compilation_cache_dir": jax.config.jax_compilation_cache_dir,
+        "load_average_1_5_15_min_at_end": list(os.getloadavg()),
     }
     try:
         import jitcdde
@@ -489,7 +536,8 @@ def print_table(results: dict) -> None:
     machine = results["machine"]
     print(f"\nMIAIMD eq. (14), {fl['points']} points x {results['config']['rtts']} RTTs, seed {results['config']['seed']}; "
           f"{machine['cpu_count']} CPUs ({machine.get('cpu_model', machine['processor'])}), jax {machine['jax']} "
-          f"{len(machine['jax_devices'])} device(s)")
+          f"{len(machine['jax_devices'])} device(s); load average {machine['load_average_1_5_15_min_at_start'][0]:.2f} "
+          f"at start, {machine['load_average_1_5_15_min_at_end'][0]:.2f} at end")
     print(f"fluidcc compile (warm-up on {fl['warmup']['points']} points): {fl['warmup']['compile_s']:.1f} s "
           f"of {fl['warmup']['wall_s']:.1f} s wall; rtol run compiled {fl['rtol']['kernels_compiled_during_run']} "
           f"more kernels in {fl['rtol']['compile_s_during_run']:.1f} s (excluded below)")
@@ -499,9 +547,7 @@ def print_table(results: dict) -> None:
 
     def row(name, points, wall, rate, stats, status):
         stats = stats or {}
-        wrong = None
-        if "finite_where_reference_not" in stats:
-            wrong = stats["finite_where_reference_not"] + stats["nonfinite_where_reference_finite"]
+        wrong = stats.get("wrong_numbers")
         n = stats.get("points")
         above = f"{stats['above_1e-6']}/{n}" if n else "-"
         print(f"{name:<26}{points:>7}{_fmt(wall, '.1f'):>9}{_fmt(rate, '.0f'):>10}  {_fmt(stats.get('max')):>9}"
@@ -514,12 +560,18 @@ def print_table(results: dict) -> None:
     for name, value in jit.items():
         if isinstance(value, dict) and "wall_s" in value:
             row(f"jitcdde {name}", jit["points"], value["wall_s"], value["trajectories_per_s"],
-                acc.get(f"jitcdde_{name}"), {"exceptions": value["exceptions"]} if value["exceptions"] else "")
+                acc.get(f"jitcdde_{name}"),
+                f"exceptions {value['exceptions'] or 0}, non-finite points {value['points_with_nonfinite_windows']}")
     if "wall_s" in ref:
-        row("scipy reference (DOP853)", ref["points"], ref["wall_s"], ref["trajectories_per_s"], None, ref["status"])
+        row(f"scipy reference x{ref['worker_processes']} proc", ref["points"], ref["wall_s"], ref["trajectories_per_s"], None, ref["status"])
     print(f"errors: max |w/w_ref - 1| over t >= {results['config']['skip_rtts']} T on points with a finite reference "
           f"and fluidcc status ok (jitcdde: finite output); wrong# = points with a save time where exactly one of "
-          f"solver and reference is finite")
+          f"solver and reference is finite, among points fluidcc reported ok (jitcdde: among all points)")
+    for key in ("fixed", "rtol"):
+        stats = acc.get(f"fluidcc_{key}", {})
+        if stats.get("mismatches_flagged_by_status"):
+            print(f"fluidcc {key}: {stats['mismatches_flagged_by_status']} point(s) flagged by a status differ from the "
+                  f"reference in where the window is finite (statuses fluidcc/reference: {stats['status_fluidcc_vs_reference']})")
     for key in ("fixed", "rtol"):
         sub = acc.get(f"fluidcc_{key}_on_jitcdde_points")
         if sub and sub.get("points"):
@@ -550,6 +602,7 @@ def jsonable(value):
 def main(argv=None) -> dict:
     args = parse_args(argv)
     started = time.perf_counter()
+    load_at_start = list(os.getloadavg())
     points = draw_points(args.points, args.seed)
     grid = save_grid(points["rtt_s"], args.rtts)
     t_final = args.rtts * points["rtt_s"]
@@ -560,7 +613,7 @@ def main(argv=None) -> dict:
     fluidcc_report, fluidcc_out = run_fluidcc(args, points, grid, t_final)
     jitcdde_report, jitcdde_windows = run_jitcdde(args, points, jit_index, grid)
     if len(ref_index):
-        reference_report, ref_windows, ref_status = run_reference(points, ref_index, grid, t_final)
+        reference_report, ref_windows, ref_status = run_reference(args, points, ref_index, grid, t_final)
         accuracy_report = accuracy(args, fluidcc_out, jitcdde_windows, ref_index, jit_index, ref_windows, ref_status)
     else:
         reference_report, accuracy_report = {"skipped": "--reference-points 0"}, {}
@@ -572,13 +625,15 @@ def main(argv=None) -> dict:
             speedup[f"fluidcc fixed / jitcdde {name}"] = fluidcc_report["fixed"]["trajectories_per_s"] / rate
             speedup[f"fluidcc rtol / jitcdde {name}"] = fluidcc_report["rtol"]["trajectories_per_s"] / rate
 
+    machine = machine_info()
+    machine["load_average_1_5_15_min_at_start"] = load_at_start
     results = {
         "benchmark": "dde_throughput",
         "model": "MIAIMD aggregate, VCP paper eq. (14); history w = N on [-T, 0]",
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
         "config": {**vars(args), "ranges_log_uniform": RANGES, "alpha": ALPHA, "gamma": GAMMA},
-        "machine": machine_info(),
+        "machine": machine,
         "fluidcc": fluidcc_report,
         "jitcdde": jitcdde_report,
         "reference": reference_report,

@@ -37,7 +37,8 @@ CELLS = [
         VCP (Xia, Subramanian, Stoica and Kalyanaraman, *One more bit is enough*) lets routers feed
         back a two-bit load factor, and lets end hosts answer with multiplicative increase (MI),
         additive increase (AI) or multiplicative decrease. Section 5 of the VCP paper studies it
-        through a fluid model, **MIAIMD**: flow $i$ has a window $w_i$ (packets) and an RTT $T_i$ (s),
+        through a fluid model, **MIAIMD**: flow $i$ has a window $w_i$ (packets), and with one RTT
+        $T$ (s) shared by all flows (part 2 of this notebook lifts this) on a link of capacity $C$,
 
         $$\dot w_i(t) = \frac{1}{T}\,\bigl[w_i(t)\,\xi(\rho(t)) + \alpha\bigr] \quad (10), \qquad
           \xi(\rho) = \kappa\,\frac{1-\rho}{\rho} \quad (11), \qquad
@@ -141,8 +142,9 @@ CELLS = [
     _md(
         """
         The windows grow multiplicatively from one packet, overshoot during the first RTTs, and
-        settle on the dotted equilibrium lines; the load factor settles at $\\rho^* > 1$ (the AI term
-        keeps the link slightly above its target $\\gamma C$).
+        settle on the dotted equilibrium lines; the load factor settles at
+        $\\rho^* = 1 + N\\alpha/(\\kappa\\gamma C T) > 1$: the AI term keeps the offered load above
+        the target $\\gamma C$.
 
         ## 2. Heterogeneous RTTs
 

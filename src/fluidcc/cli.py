@@ -57,8 +57,8 @@ def models_command() -> None:
 @click.option("--duration", default=None, metavar="TIME",
               help="Simulated time, e.g. 20s (default: 200 times the largest RTT).")
 @click.option("--saves-per-rtt", default=20, show_default=True, type=int, help="Saved points per (smallest) RTT.")
-@click.option("--steps-per-delay", default=64, show_default=True, type=int, help="RK4 steps per smallest RTT.")
-@click.option("--rtol", default=1e-8, show_default=True, type=float, help="Solver tolerance (relative).")
+@click.option("--steps-per-delay", default=32, show_default=True, type=int, help="RK4 steps per smallest RTT.")
+@click.option("--rtol", default=1e-6, show_default=True, type=float, help="Solver tolerance (relative).")
 @click.option("--format", "fmt", type=click.Choice(["netcdf", "csv"]), default="netcdf", show_default=True,
               help="Format of the time series.")
 @click.option("--out", default="fluidcc-out/simulate", show_default=True, type=click.Path(file_okay=False),

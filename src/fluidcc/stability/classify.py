@@ -52,7 +52,7 @@ class Thresholds:
 
     final_fraction: float = 0.2
     converged_rtol: float = 1e-3
-    sustained_ratio: float = 0.5
+    sustained_ratio: float = 0.95
 
     def __post_init__(self):
         if not 0 < self.final_fraction <= 1:

@@ -22,8 +22,8 @@ def simulate(
     *,
     duration_s: float | None = None,
     saves_per_rtt: int = 20,
-    steps_per_delay: int = 64,
-    rtol: float | None = 1e-8,
+    steps_per_delay: int = 32,
+    rtol: float | None = 1e-6,
     command: str = "",
 ) -> xr.Dataset:
     """Integrate one point of `model` with a window per flow.
@@ -50,7 +50,8 @@ def simulate(
         raise ParameterError("saves_per_rtt", saves_per_rtt, "a whole number >= 1")
     step = float(np.min(rtts)) / saves_per_rtt
     times = np.arange(int(np.floor(duration / step + 1e-9)) + 1) * step
-    solution = solve(system, params, duration, times, steps_per_delay=steps_per_delay, rtol=rtol)
+    solution = solve(system, params, duration, times, steps_per_delay=steps_per_delay, rtol=rtol,
+                     max_steps_per_delay=max(256, steps_per_delay))
     windows = solution.ys[0]
     rates = windows / rtts[None, :]
     equilibrium = system.equilibrium(params)

@@ -1,0 +1,35 @@
+"""Classification of trajectories against their equilibrium."""
+
+import numpy as np
+
+from fluidcc.dde import Status
+from fluidcc.stability import Behaviour, Thresholds, classify
+
+
+def test_classes_on_synthetic_trajectories():
+    t = np.linspace(0, 100, 1001)
+    values = np.stack([
+        1 + 0.5 * np.exp(-t) * np.cos(t),  # converged
+        1 + 0.5 * np.exp(-t / 40) * np.cos(3 * t),  # still converging
+        1 + 0.2 * np.sin(2 * np.pi * t / 5),  # sustained, period 5, amplitude 0.2
+        np.full_like(t, np.nan),  # non-finite
+        np.full_like(t, np.inf),  # overflow
+    ])
+    status = np.array([Status.OK, Status.OK, Status.OK, Status.NONFINITE, Status.OVERFLOW])
+    result = classify(t, values, np.ones(5), status)
+    assert result.behaviour.tolist() == [Behaviour.CONVERGED, Behaviour.CONVERGING, Behaviour.OSCILLATING,
+                                        Behaviour.DIVERGED, Behaviour.OVERFLOW]
+    assert abs(result.amplitude[2] - 0.2) < 1e-3
+    assert abs(result.period[2] - 5.0) < 1e-2
+    assert np.isnan(result.period[0])
+
+
+def test_thresholds_are_checked_and_exported():
+    attrs = Thresholds().as_attrs()
+    assert attrs["classify_converged_rtol"] == 1e-3
+    try:
+        Thresholds(final_fraction=0)
+    except ValueError as error:
+        assert "final_fraction = 0" in str(error)
+    else:
+        raise AssertionError("a zero final fraction was accepted")

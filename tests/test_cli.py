@@ -1,0 +1,80 @@
+"""The `fluidcc` command: simulate and sweep write their files; bad input gives clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from click.testing import CliRunner
+
+from fluidcc.cli import main
+
+
+@pytest.fixture()
+def runner():
+    return CliRunner()
+
+
+def test_simulate_writes_netcdf_and_figure(runner, tmp_path):
+    result = runner.invoke(main, [
+        "simulate", "miaimd", "--set", "kappa=0.25", "--set", "capacity=10Mbps", "--set", "rtt=80ms",
+        "--set", "flows=5", "--duration", "10s", "--out", str(tmp_path),
+    ])
+    assert result.exit_code == 0, result.output
+    data = xr.open_dataset(tmp_path / "timeseries.nc", engine="scipy")
+    assert data["window"].shape[1] == 5
+    assert (tmp_path / "timeseries.png").stat().st_size > 10_000
+    assert data.attrs["fluidcc_version"] and "command" in data.attrs and data.attrs["created"]
+    # 5 flows on 10 Mb/s at 80 ms: w_i* = gamma C T / N + alpha / kappa (Theorem 1).
+    np.testing.assert_allclose(data["window"].values[-1], 0.98 * 1250 * 0.08 / 5 + 4, rtol=1e-6)
+
+
+def test_simulate_heterogeneous_rtts_to_csv(runner, tmp_path):
+    result = runner.invoke(main, ["simulate", "--rtts", "40ms,80ms", "--set", "capacity=10Mbps",
+                                  "--duration", "2s", "--format", "csv", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    header = (tmp_path / "timeseries.csv").read_text().splitlines()[0]
+    assert "window_0" in header and "rate_1" in header and "load_factor" in header
+
+
+def test_sweep_writes_dataset_with_provenance_and_figure(runner, tmp_path):
+    result = runner.invoke(main, ["sweep", "miaimd", "--grid", "kappa=0.1:1.9:3", "--grid", "rtt=20ms,80ms",
+                                  "--horizon-rtts", "120", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    data = xr.open_dataset(tmp_path / "sweep.nc", engine="scipy")
+    assert data["behaviour"].shape == (3, 2)
+    assert data.attrs["fluidcc_version"] and data.attrs["created"] and "classify_converged_rtol" in data.attrs
+    np.testing.assert_allclose(data["rtt"].values, [0.02, 0.08])
+    assert data["behaviour"].values[0, 0] == 0  # kappa = 0.1, T = 20 ms converges
+    assert (tmp_path / "sweep.png").exists()
+    assert not list(tmp_path.glob("partial-*"))  # partial results are removed once complete
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["sweep", "--grid", "kappa=0.1:2"], "NAME=START:STOP:COUNT"),
+        (["sweep", "--grid", "kappa"], "NAME=START:STOP:COUNT"),
+        (["sweep", "--grid", "kappa=0.1:2:x"], "count = 'x'"),
+        (["sweep", "--grid", "beta=0:1:3"], "parameter = 'beta'"),
+        (["sweep", "--grid", "rtt=10parsecs:1s:3"], "rtt start = '10parsecs'"),
+        (["sweep", "--grid", "rtt=0:1s:3:log"], "start and stop > 0"),
+        (["sweep", "--grid", "kappa=-1:1:3"], "kappa = -1"),
+        (["sweep", "--grid", "kappa=0.1:1:3", "--set", "kappa=0.2"], "not also swept"),
+        (["simulate", "--set", "capacity=0Mbps"], "capacity = 0"),
+        (["simulate", "--set", "gamma=1.5"], "gamma = 1.5"),
+        (["simulate", "--set", "rtt=-80ms"], "rtt = -0.08"),
+        (["simulate", "--set", "kappa"], "NAME=VALUE"),
+        (["simulate", "tcp"], "model = 'tcp'"),
+    ],
+)
+def test_bad_input_is_a_usage_error_naming_the_field(runner, tmp_path, args, expected):
+    result = runner.invoke(main, args + ["--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert expected in result.output, result.output
+
+
+def test_help_states_units(runner):
+    result = runner.invoke(main, ["sweep", "--help"])
+    assert "Mbps" in result.output and "ms" in result.output
+    assert "miaimd" in runner.invoke(main, ["models"]).output
