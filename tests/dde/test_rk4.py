@@ -115,9 +115,9 @@ def test_overflow_and_nan_are_statuses_and_leave_other_points_alone():
     nan = solve(SquareRootOfPast(), {"unused": np.zeros(2)}, 2.0, np.linspace(0, 2, 21))
     assert np.all(nan.status == Status.NONFINITE)
     assert "1.5" in nan.messages[0] or "1.50" in nan.messages[0]
-    blow = solve(Quadratic(), {"c": np.array([0.5, 2.0])}, 2.0, np.linspace(0, 2, 21), log_space=False)
+    blow = solve(Quadratic(), {"c": np.array([0.25, 2.0])}, 2.0, np.linspace(0, 2, 21), log_space=False)
     assert blow.status[0] == Status.OK and blow.status[1] in (Status.OVERFLOW, Status.NONFINITE)
-    np.testing.assert_allclose(blow.ys[0, :, 0], 1 / (1 - 0.5 * np.linspace(0, 2, 21)), rtol=1e-6)
+    np.testing.assert_allclose(blow.ys[0, :, 0], 1 / (1 - 0.25 * np.linspace(0, 2, 21)), rtol=1e-6)
 
 
 @pytest.mark.parametrize(
