@@ -45,6 +45,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 import warnings
 from collections import Counter
@@ -273,7 +274,15 @@ def build_jitcdde(coordinates: str):
         field = [(kappa * (GAMMA * capacity * rtt * symengine.exp(-y(0, t - rtt)) - 1)
                   + flows * ALPHA * symengine.exp(-y(0))) / rtt]
     dde = jitcdde(field, control_pars=[rtt, capacity, flows, kappa], max_delay=RANGES["rtt_s"][1], verbose=False)
-    dde.compile_C()
+    # jitcdde compiles through setuptools in the working directory, which would read this
+    # project's pyproject.toml: compile in an empty temporary directory instead.
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as scratch:
+        os.chdir(scratch)
+        try:
+            dde.compile_C()
+        finally:
+            os.chdir(here)
     return dde
 
 

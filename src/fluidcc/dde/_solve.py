@@ -113,8 +113,9 @@ def solve(
         `max_steps_per_delay`. The estimate is |z_M - z_{M/2}| / 15 (Richardson, order 4),
         in relative terms (log components) or relative to the component's largest magnitude.
     log_space: integrate the components the model marks positive as log x.
-    batch_chunk: points integrated together; the batch is cut and padded to this size so memory
-        stays bounded and the kernel compiles once.
+    batch_chunk: the most points integrated together. The batch is cut into chunks of a power
+        of two points (smaller at high resolution, so a chunk's arrays stay in the CPU cache),
+        the last one padded, so memory stays bounded and few kernel shapes are compiled.
     progress: called as progress(points_done, points_total) after each chunk.
 
     Returns a `Solution`. Failing points carry a status and a message; bad input raises a
@@ -222,8 +223,7 @@ class _Runner:
         z = np.empty((size, self.grid.shape[1], self.n_states))
         over = np.empty(size)
         nan = np.empty(size)
-        # Pad to a power of two (at most batch_chunk) so few distinct shapes are ever compiled.
-        chunk = min(self.batch_chunk, max(8, _round_up_pow2(size)))
+        chunk = self.chunk_size(size, steps)
         n_chunks = int(np.max(np.ceil(self.t_final[points] / self.tau_min[points] - 1e-9)))
         n_chunks = max(n_chunks, 1)
         pending = []
@@ -258,12 +258,32 @@ class _Runner:
         return z, over, nan
 
 
+    def chunk_size(self, size: int, steps: int) -> int:
+        """Points integrated together at `steps` per smallest delay.
+
+        A power of two (few distinct shapes are ever compiled), at most `batch_chunk`, small
+        enough that a chunk's per-interval arrays (steps x points) stay in the CPU's cache, and
+        leaving no device idle when there are fewer points than devices x chunk.
+        """
+        per_device = -(-size // len(self.devices))
+        cache_cap = 1 << (max(_MIN_CHUNK, _LANE_STEP_BUDGET // steps).bit_length() - 1)
+        return min(self.batch_chunk, cache_cap, max(_MIN_CHUNK, _round_up_pow2(per_device)))
+
     def _collect(self, item, z, over, nan, size):
         start, n, outputs = item
         zc, oc, nc = (np.asarray(a) for a in outputs)
         z[start : start + n], over[start : start + n], nan[start : start + n] = zc[:n], oc[:n], nc[:n]
         if self.progress is not None:
             self.progress(start + n, size)
+
+
+#: Largest steps-per-delay x points of one chunk. Measured on a 2-core CPU (MIAIMD, 10 000 points
+#: refined to rtol 1e-6): at 65 536 and beyond, the per-interval arrays leave the cache and the
+#: refinement passes at M >= 512 ran 2-3x slower; at 8 192 and below, chunks of a few points
+#: are dominated by the per-step loop overhead. `benchmarks/RESULTS.md` has the figures.
+_LANE_STEP_BUDGET = 32768
+#: Fewest points in a chunk (below it the loop overhead per step dominates).
+_MIN_CHUNK = 16
 
 
 def _round_up_pow2(value: int) -> int:
