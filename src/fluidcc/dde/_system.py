@@ -77,6 +77,23 @@ class DDESystem:
     def validate(self, params: Any) -> None:
         """Raise a `fluidcc.errors.ParameterError` for a batch with a bad value (host side)."""
 
+    def equilibrium_state(self, params: Any):
+        """The equilibrium x* of every point of a batch, natural coordinates, shape (B, n).
+
+        Models that have one (in closed form or by root finding) override this; linear stability
+        analysis linearizes `linearizable().vector_field` there.
+        """
+        raise NotImplementedError(f"{self.name} does not provide an equilibrium")
+
+    def linearizable(self) -> "DDESystem":
+        """The smooth form of the model that linear analysis differentiates.
+
+        A model with non-smooth terms (a queue projected at 0, a max of rates) returns the variant
+        without them, which agrees with it near an equilibrium in the interior; the default is the
+        model itself.
+        """
+        return self
+
 
 def to_natural(z: jnp.ndarray, log_mask: jnp.ndarray) -> jnp.ndarray:
     """Map mixed coordinates back to x: exp on the log components, identity elsewhere."""
