@@ -179,6 +179,10 @@ class MIAIMDAggregate(DDESystem):
     def validate(self, params) -> None:
         aggregate_params(**{f: getattr(params, f) for f in MIAIMDAggregateParams.__dataclass_fields__})
 
+    def equilibrium_state(self, params) -> np.ndarray:
+        """Theorem 1's total window w* (packets), shape (B, 1)."""
+        return self.equilibrium(params)["window"].reshape(-1, 1)
+
     def equilibrium(self, params) -> dict[str, np.ndarray]:
         """Theorem 1: w* = gamma C T + N alpha / kappa (packets) and the per-flow rate (packets/s)."""
         return equilibrium_homogeneous(
