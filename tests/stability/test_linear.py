@@ -135,3 +135,30 @@ def test_bad_options_and_lambert_w_delay():
     with pytest.raises(ParameterError, match="tau"):
         lambert_w_roots(0.0, -1.0, -2.0)
     assert issubclass(ShapeError, ParameterError)
+
+
+def test_units_of_the_states_do_not_change_roots_or_cost():
+    # XCP's efficiency loop q' = y - C, y' = -(a/d) y(t-d) - (b/d^2) q(t-d) (queue in packets, rate
+    # in packets/s) and the same loop with the rate in packets per 1e6 s: a similarity, same roots.
+    alpha, beta, d = 0.4, 0.226, 0.1
+    a0 = np.array([[0.0, 1.0], [0.0, 0.0]])
+    ad = np.array([[[0.0, 0.0], [-beta / d**2, -alpha / d]]])
+    scale = np.diag([1.0, 1e6])
+    plain = characteristic_roots(a0, ad, [d])
+    scaled = characteristic_roots(np.linalg.inv(scale) @ a0 @ scale, np.linalg.inv(scale) @ ad @ scale, [d])
+    np.testing.assert_allclose(scaled.roots, plain.roots, rtol=1e-10)
+    assert scaled.nodes[0] == plain.nodes[0] <= 12
+
+
+def test_guarantee_from_zero_gives_the_same_verdicts_with_fewer_nodes():
+    rng = np.random.default_rng(3)
+    a, b, tau = rng.uniform(-8, 0.5, 400), rng.uniform(-6, 6, 400), rng.uniform(0.1, 2, 400)
+    full = characteristic_roots(*_scalar(a, b, tau))
+    verdict = characteristic_roots(*_scalar(a, b, tau), guarantee_from=0.0)
+    assert np.all(verdict.converged) and np.all(full.converged)
+    np.testing.assert_array_equal(verdict.stable, full.stable)
+    assert verdict.nodes.sum() < full.nodes.sum()
+    near = full.abscissa > -0.5
+    np.testing.assert_allclose(verdict.abscissa[near], full.abscissa[near], rtol=1e-10, atol=1e-12)
+    with pytest.raises(ParameterError, match="guarantee_from"):
+        characteristic_roots(*_scalar(0.0, -1.0, 1.0), guarantee_from=np.nan)
