@@ -78,3 +78,30 @@ def test_help_states_units(runner):
     result = runner.invoke(main, ["sweep", "--help"])
     assert "Mbps" in result.output and "ms" in result.output
     assert "miaimd" in runner.invoke(main, ["models"]).output
+
+
+def test_stability_both_methods_write_dataset_and_figure(runner, tmp_path):
+    result = runner.invoke(main, ["stability", "miaimd", "--grid", "kappa=0.2:2.6:7", "--grid", "rtt=20ms,100ms",
+                                  "--horizon-rtts", "150", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    data = xr.open_dataset(tmp_path / "stability.nc", engine="scipy")
+    assert data["linear_stable"].shape == (7, 2) and data["behaviour"].shape == (7, 2)
+    assert data.attrs["method"] == "both" and data.attrs["fluidcc_version"]
+    linear = data["linear_stable"].values
+    assert linear[0].tolist() == [1, 1] and linear[-1].tolist() == [0, 0]
+    assert "agreement" in result.output and (tmp_path / "stability.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["stability", "miaimd", "--grid", "gain=0:1:3", "--method", "linear"], "parameter = 'gain'"),
+        (["stability", "miaimd", "--grid", "kappa=0.1:2:3", "--set", "rtt=-5ms", "--method", "linear"], "rtt"),
+        (["stability", "miaimd", "--grid", "kappa=0.1:2:0", "--method", "linear"], "count"),
+        (["stability", "miaimd", "--method", "fast"], "fast"),
+    ],
+)
+def test_stability_bad_input(runner, tmp_path, args, expected):
+    result = runner.invoke(main, args + ["--out", str(tmp_path)])
+    assert result.exit_code != 0
+    assert expected in result.output

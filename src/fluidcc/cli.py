@@ -1,4 +1,4 @@
-"""The `fluidcc` command: simulate one point, sweep a parameter grid, list models.
+"""The `fluidcc` command: simulate one point, sweep a parameter grid, map stability, list models.
 
 Quantities take unit suffixes: rates in bps, kbps, Mbps, Gbps or pps (plain numbers: packets/s,
 1 packet = 1000 bytes); times in s, ms or us (plain numbers: seconds).
@@ -16,6 +16,14 @@ from .errors import FluidccError
 
 DEFAULT_SWEEP_GRID = ("kappa=0.05:2:64", "rtt=10ms:1s:64:log")
 
+#: `fluidcc stability MODEL` with no --grid: the plane of each model's gains.
+DEFAULT_STABILITY_GRID = {
+    "miaimd": ("kappa=0.05:3:200", "rtt=10ms:1s:200:log"),
+    "xcp": ("alpha=0:1.6:200", "beta=0:1.2:200"),
+    "rcp": ("alpha=0:1.6:200", "beta=0:1.2:200"),
+    "qcp": ("alpha=0:1.6:200", "beta=0:1.2:200"),
+}
+
 _UNITS_HELP = (
     "Units: rates accept bps, kbps, Mbps, Gbps, pps (bare numbers are packets/s of 1000 bytes); "
     "times accept s, ms, us (bare numbers are seconds)."
@@ -24,6 +32,22 @@ _UNITS_HELP = (
 
 def _fail(error: FluidccError):
     raise click.UsageError(str(error))
+
+
+def _grid_spec(model, grid_texts, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay):
+    """The SweepSpec of a command's --grid and --set options (raises FluidccError on bad input)."""
+    from .models import get_model
+    from .sweep import SweepSpec, parse_grid, parse_set
+
+    entry = get_model(model)
+    axes = tuple(parse_grid(model, text) for text in grid_texts)
+    fixed = {}
+    for text in sets:
+        name, value = parse_set(model, text)
+        fixed[name] = entry.parameter(name).parse(value, f"--set {name}")
+    return SweepSpec(model=model, axes=axes, fixed=fixed, horizon_rtts=horizon_rtts, saves_per_rtt=saves_per_rtt,
+                     steps_per_delay=steps_per_delay, rtol=rtol if rtol > 0 else None,
+                     max_steps_per_delay=max_steps_per_delay)
 
 
 def _command_line() -> str:
@@ -126,21 +150,13 @@ def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_del
     """Simulate MODEL over a parameter grid and classify each point (converged, oscillating, ...)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from .models import get_model
     from .plotting import sweep_heatmap
     from .stability import BEHAVIOUR_NAMES
-    from .sweep import SweepSpec, parse_grid, parse_set, run_sweep
+    from .sweep import run_sweep
 
     try:
-        entry = get_model(model)
-        axes = tuple(parse_grid(model, text) for text in (grids or DEFAULT_SWEEP_GRID))
-        fixed = {}
-        for text in sets:
-            name, value = parse_set(model, text)
-            fixed[name] = entry.parameter(name).parse(value, f"--set {name}")
-        spec = SweepSpec(model=model, axes=axes, fixed=fixed, horizon_rtts=horizon_rtts,
-                         saves_per_rtt=saves_per_rtt, steps_per_delay=steps_per_delay,
-                         rtol=rtol if rtol > 0 else None, max_steps_per_delay=max_steps_per_delay)
+        spec = _grid_spec(model, grids or DEFAULT_SWEEP_GRID, sets, horizon_rtts, saves_per_rtt, steps_per_delay,
+                          rtol, max_steps_per_delay)
         out_dir = Path(out)
         columns = (TextColumn("sweep"), BarColumn(), TextColumn("{task.completed}/{task.total} points"),
                    TimeElapsedColumn(), TimeRemainingColumn())
@@ -155,6 +171,66 @@ def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_del
     counts = {name: int((dataset["behaviour"].values == code).sum()) for code, name in enumerate(BEHAVIOUR_NAMES)}
     click.echo(", ".join(f"{name}: {count}" for name, count in counts.items()))
     click.echo(f"wrote {out_dir / 'sweep.nc'} and {figure_path}")
+
+
+@main.command("stability")
+@click.argument("model", default="miaimd")
+@click.option("--grid", "grids", multiple=True, metavar="NAME=START:STOP:COUNT[:log]",
+              help="A parameter of the plane, as for `sweep`; e.g. --grid alpha=0:1.6:200 --grid beta=0:1.2:200. "
+                   "Default: the model's gain plane (" + "; ".join(
+                       f"{m}: {' '.join(g)}" for m, g in DEFAULT_STABILITY_GRID.items()) + "). " + _UNITS_HELP)
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="Fix a parameter that is not on the grid.")
+@click.option("--method", type=click.Choice(["linear", "simulate", "both"]), default="both", show_default=True,
+              help="linear: characteristic roots of the linearization at the equilibrium; simulate: integrate "
+                   "the nonlinear model and classify; both: the two maps and where they agree.")
+@click.option("--horizon-rtts", default=250.0, show_default=True, type=float, help="Simulation horizon, in RTTs.")
+@click.option("--saves-per-rtt", default=4, show_default=True, type=int, help="Saved points per RTT (simulation).")
+@click.option("--steps-per-delay", default=32, show_default=True, type=int, help="RK4 steps per RTT (simulation).")
+@click.option("--rtol", default=1e-5, show_default=True, type=float,
+              help="Per-point simulation tolerance (0 turns refinement off).")
+@click.option("--max-steps-per-delay", default=256, show_default=True, type=int, help="Finest simulation resolution.")
+@click.option("--out", default="fluidcc-out/stability", show_default=True, type=click.Path(file_okay=False),
+              help="Output folder: stability.nc (NetCDF dataset) and stability.png.")
+def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, steps_per_delay, rtol,
+                      max_steps_per_delay, out) -> None:
+    """Map the stability of MODEL over a parameter plane, linearly, by simulation, or both."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from .errors import ParameterError
+    from .plotting import stability_figure
+    from .sweep import run_stability
+
+    try:
+        texts = grids or DEFAULT_STABILITY_GRID.get(model)
+        if not texts:
+            raise ParameterError("--grid", "none", f"at least one --grid for {model}, which has no default plane")
+        spec = _grid_spec(model, texts, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay)
+        out_dir = Path(out)
+        columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} points"),
+                   TimeElapsedColumn(), TimeRemainingColumn())
+        with Progress(*columns, transient=False) as bar:
+            tasks = {}
+
+            def progress(stage, done, total):
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done)
+
+            dataset = run_stability(spec, method, out_dir, progress=progress, command=_command_line())
+    except FluidccError as error:
+        _fail(error)
+    figure_path = out_dir / "stability.png"
+    if len(spec.axes) == 2:
+        stability_figure(dataset, figure_path)
+    if "linear_stable" in dataset:
+        verdict = dataset["linear_stable"].values
+        click.echo(f"linear: stable {int((verdict == 1).sum())}, unstable {int((verdict == 0).sum())}, "
+                   f"not resolved {int((verdict == -1).sum())}")
+    if "agreement_away_from_boundary" in dataset.attrs:
+        click.echo(f"linear vs simulated agreement away from the boundary: "
+                   f"{dataset.attrs['agreement_away_from_boundary']:.2%} of {dataset.attrs['points_away_from_boundary']} points")
+    written = [str(out_dir / "stability.nc")] + ([str(figure_path)] if len(spec.axes) == 2 else [])
+    click.echo("wrote " + " and ".join(written))
 
 
 if __name__ == "__main__":

@@ -89,3 +89,55 @@ def timeseries_figure(dataset: xr.Dataset, path: str | Path | None = None):
         fig.savefig(path, dpi=120)
         plt.close(fig)
     return fig
+
+
+def stability_figure(dataset: xr.Dataset, path: str | Path | None = None, curves: dict | None = None):
+    """Linear and simulated stability maps of a 2-D grid, with the linear boundary on both.
+
+    curves: optional {label: (x, y)} drawn on every panel, e.g. an analytic D-subdivision curve
+    (x along the second grid axis, y along the first, as in the maps).
+    """
+    dims = [d for d in dataset.dims]
+    if len(dims) != 2:
+        raise ValueError(f"stability_figure needs a 2-D grid, got axes {dims}")
+    ydim, xdim = dims
+    x, y = dataset[xdim].values, dataset[ydim].values
+    panels = [name for name in ("linear_stable", "behaviour") if name in dataset]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 4.6), constrained_layout=True, squeeze=False)
+    for ax, name in zip(axes[0], panels):
+        if name == "linear_stable":
+            cmap = ListedColormap(["#868e96", "#c92a2a", "#2b8a3e"])
+            norm = BoundaryNorm([-1.5, -0.5, 0.5, 1.5], cmap.N)
+            mesh = ax.pcolormesh(x, y, dataset[name].values, cmap=cmap, norm=norm, shading="nearest")
+            bar = fig.colorbar(mesh, ax=ax, ticks=[-1, 0, 1])
+            bar.ax.set_yticklabels(["not resolved", "unstable", "stable"])
+            ax.set_title("linear (characteristic roots)")
+        else:
+            cmap = ListedColormap(_BEHAVIOUR_COLOURS)
+            norm = BoundaryNorm(np.arange(len(_BEHAVIOUR_COLOURS) + 1) - 0.5, cmap.N)
+            mesh = ax.pcolormesh(x, y, dataset[name].values, cmap=cmap, norm=norm, shading="nearest")
+            bar = fig.colorbar(mesh, ax=ax, ticks=range(len(BEHAVIOUR_NAMES)))
+            bar.ax.set_yticklabels(BEHAVIOUR_NAMES)
+            ax.set_title("simulated (nonlinear model)")
+        if "abscissa" in dataset and np.nanmin(dataset["abscissa"].values) < 0 < np.nanmax(dataset["abscissa"].values):
+            ax.contour(x, y, dataset["abscissa"].values, levels=[0.0], colors="k", linewidths=1.4)
+        for label, (cx, cy) in (curves or {}).items():
+            ax.plot(cx, cy, "--", color="#1c7ed6", lw=1.6, label=label)
+        if curves:
+            ax.legend(loc="best", fontsize=8)
+        ax.set_xlim(x.min(), x.max())
+        ax.set_ylim(y.min(), y.max())
+        ax.set_xlabel(_label(dataset, xdim))
+        ax.set_ylabel(_label(dataset, ydim))
+        for dim, setter in ((xdim, ax.set_xscale), (ydim, ax.set_yscale)):
+            if dataset[dim].attrs.get("grid", "").endswith(":log"):
+                setter("log")
+    title = dataset.attrs.get("title", "stability map")
+    if "agreement_away_from_boundary" in dataset.attrs:
+        title += (f" — agreement {dataset.attrs['agreement_away_from_boundary']:.2%} on "
+                  f"{dataset.attrs['points_away_from_boundary']} points away from the boundary")
+    fig.suptitle(title + " (black: linear boundary)")
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig

@@ -7,5 +7,11 @@ from ._spec import GridAxis as GridAxis
 from ._spec import SweepSpec as SweepSpec
 from ._spec import parse_grid as parse_grid
 from ._spec import parse_set as parse_set
+from ._stability import METHODS as STABILITY_METHODS
+from ._stability import linear_map as linear_map
+from ._stability import run_stability as run_stability
 
-__all__ = ["GRID_FORMAT", "GridAxis", "SweepSpec", "parse_grid", "parse_set", "run_sweep", "simulate"]
+__all__ = [
+    "GRID_FORMAT", "STABILITY_METHODS", "GridAxis", "SweepSpec", "linear_map", "parse_grid", "parse_set",
+    "run_stability", "run_sweep", "simulate",
+]
