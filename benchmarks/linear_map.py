@@ -1,0 +1,70 @@
+"""Speed of a linear stability map: a 200 x 200 grid of a model's gain plane.
+
+Each grid point is linearized at its equilibrium (automatic differentiation of the model's vector
+field) and its rightmost characteristic roots are computed by Chebyshev collocation + Newton
+(`fluidcc.stability.linear`, guarantee_from = 0: the verdict is guaranteed). The map is timed
+--repeats times after one warm-up call (which compiles the jitted linearization); the figure is
+the best and the median wall time. For MIAIMD (a scalar equation) the rightmost roots are checked
+against the Lambert-W closed form on every point.
+
+Run from the repository root, e.g.
+
+    PYTHONPATH=src python benchmarks/linear_map.py --model miaimd
+    PYTHONPATH=src python benchmarks/linear_map.py --model xcp
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+
+from fluidcc.cli import DEFAULT_STABILITY_GRID
+from fluidcc.models import get_model
+from fluidcc.stability.linear import lambert_w_roots
+from fluidcc.stability.linearize import linear_roots
+from fluidcc.sweep import SweepSpec, linear_map, parse_grid
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="miaimd", choices=sorted(DEFAULT_STABILITY_GRID))
+    parser.add_argument("--points", type=int, default=200, help="grid points per axis")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+
+    texts = []
+    for text in DEFAULT_STABILITY_GRID[args.model]:
+        name, _, rest = text.partition("=")
+        parts = rest.split(":")
+        parts[2] = str(args.points)
+        texts.append(f"{name}={':'.join(parts)}")
+    spec = SweepSpec(model=args.model, axes=tuple(parse_grid(args.model, t) for t in texts))
+    linear_map(spec)  # warm-up: compiles the linearization for this batch shape
+    walls = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        result = linear_map(spec)
+        walls.append(time.perf_counter() - start)
+    best, median = min(walls), statistics.median(walls)
+    print(f"{args.model}: grid {' x '.join(texts)} = {spec.size} points; {os.cpu_count()} CPUs "
+          f"({platform.processor() or platform.machine()})")
+    print(f"linear map wall time: best {best:.2f} s, median {median:.2f} s over {args.repeats} runs "
+          f"-> {spec.size / best:,.0f} points/s (best), {spec.size / median:,.0f} points/s (median)")
+    print(f"resolved {int(result['converged'].sum())}/{spec.size}; stable {int(result['stable'].sum())}; "
+          f"Chebyshev nodes used: {dict(zip(*np.unique(result['nodes'], return_counts=True)))}")
+    if args.model == "miaimd":
+        entry = get_model(args.model)
+        system, params = entry.aggregate(spec.values())
+        lin, roots = linear_roots(system, params)
+        exact = lambert_w_roots(lin.a0[:, 0, 0], lin.a_delayed[:, 0, 0, 0], lin.delays[:, 0], branches=[0])[:, 0]
+        error = np.abs(roots.rightmost.real - exact.real) / (1 + np.abs(exact))
+        print(f"rightmost root vs Lambert W (principal branch), full guarantee: max relative error {error.max():.2e}")
+
+
+if __name__ == "__main__":
+    main()
