@@ -34,7 +34,8 @@ def _fail(error: FluidccError):
     raise click.UsageError(str(error))
 
 
-def _grid_spec(model, grid_texts, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay):
+def _grid_spec(model, grid_texts, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay,
+               max_horizon_rtts=None):
     """The SweepSpec of a command's --grid and --set options (raises FluidccError on bad input)."""
     from .models import get_model
     from .sweep import SweepSpec, parse_grid, parse_set
@@ -47,7 +48,7 @@ def _grid_spec(model, grid_texts, sets, horizon_rtts, saves_per_rtt, steps_per_d
         fixed[name] = entry.parameter(name).parse(value, f"--set {name}")
     return SweepSpec(model=model, axes=axes, fixed=fixed, horizon_rtts=horizon_rtts, saves_per_rtt=saves_per_rtt,
                      steps_per_delay=steps_per_delay, rtol=rtol if rtol > 0 else None,
-                     max_steps_per_delay=max_steps_per_delay)
+                     max_steps_per_delay=max_steps_per_delay, max_horizon_rtts=max_horizon_rtts)
 
 
 def _command_line() -> str:
@@ -143,10 +144,14 @@ def simulate_command(model, sets, rtts, duration, saves_per_rtt, steps_per_delay
 @click.option("--rtol", default=1e-5, show_default=True, type=float,
               help="Per-point tolerance: points are refined until the error estimate is below it (0 turns refinement off).")
 @click.option("--max-steps-per-delay", default=256, show_default=True, type=int, help="Finest resolution allowed.")
+@click.option("--max-horizon-rtts", default=None, type=float,
+              help="Points still in their start-up transient are integrated again over 4x the horizon, up to "
+                   "this many RTTs [default: 8 x --horizon-rtts].")
 @click.option("--out", default="fluidcc-out/sweep", show_default=True, type=click.Path(file_okay=False),
               help="Output folder: sweep.nc (NetCDF dataset) and sweep.png; partial results are kept there "
                    "if the sweep is interrupted, and a rerun resumes.")
-def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay, out) -> None:
+def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay,
+                  max_horizon_rtts, out) -> None:
     """Simulate MODEL over a parameter grid and classify each point (converged, oscillating, ...)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -156,7 +161,7 @@ def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_del
 
     try:
         spec = _grid_spec(model, grids or DEFAULT_SWEEP_GRID, sets, horizon_rtts, saves_per_rtt, steps_per_delay,
-                          rtol, max_steps_per_delay)
+                          rtol, max_steps_per_delay, max_horizon_rtts)
         out_dir = Path(out)
         columns = (TextColumn("sweep"), BarColumn(), TextColumn("{task.completed}/{task.total} points"),
                    TimeElapsedColumn(), TimeRemainingColumn())
@@ -189,10 +194,13 @@ def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_del
 @click.option("--rtol", default=1e-5, show_default=True, type=float,
               help="Per-point simulation tolerance (0 turns refinement off).")
 @click.option("--max-steps-per-delay", default=256, show_default=True, type=int, help="Finest simulation resolution.")
+@click.option("--max-horizon-rtts", default=None, type=float,
+              help="Points still in their start-up transient are integrated again over 4x the horizon, up to "
+                   "this many RTTs [default: 8 x --horizon-rtts].")
 @click.option("--out", default="fluidcc-out/stability", show_default=True, type=click.Path(file_okay=False),
               help="Output folder: stability.nc (NetCDF dataset) and stability.png.")
 def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, steps_per_delay, rtol,
-                      max_steps_per_delay, out) -> None:
+                      max_steps_per_delay, max_horizon_rtts, out) -> None:
     """Map the stability of MODEL over a parameter plane, linearly, by simulation, or both."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -204,7 +212,8 @@ def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, s
         texts = grids or DEFAULT_STABILITY_GRID.get(model)
         if not texts:
             raise ParameterError("--grid", "none", f"at least one --grid for {model}, which has no default plane")
-        spec = _grid_spec(model, texts, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay)
+        spec = _grid_spec(model, texts, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay,
+                          max_horizon_rtts)
         out_dir = Path(out)
         columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} points"),
                    TimeElapsedColumn(), TimeRemainingColumn())

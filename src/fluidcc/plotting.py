@@ -11,7 +11,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
 
 from .stability.classify import BEHAVIOUR_NAMES, Behaviour  # noqa: E402
 
-_BEHAVIOUR_COLOURS = ["#2b8a3e", "#a9e34b", "#f59f00", "#c92a2a", "#495057"]
+_BEHAVIOUR_COLOURS = ["#2b8a3e", "#a9e34b", "#f59f00", "#c92a2a", "#495057", "#74c0fc"]
 
 
 def sweep_heatmap(dataset: xr.Dataset, path: str | Path | None = None):

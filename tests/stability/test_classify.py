@@ -14,11 +14,12 @@ def test_classes_on_synthetic_trajectories():
         1 + 0.2 * np.sin(2 * np.pi * t / 5),  # sustained, period 5, amplitude 0.2
         np.full_like(t, np.nan),  # non-finite
         np.full_like(t, np.inf),  # overflow
+        1 + 1e30 * np.exp(-t / 2),  # still decaying from a start-up excursion: 1e10 x* at t = 92
     ])
-    status = np.array([Status.OK, Status.OK, Status.OK, Status.NONFINITE, Status.OVERFLOW])
-    result = classify(t, values, np.ones(5), status)
+    status = np.array([Status.OK, Status.OK, Status.OK, Status.NONFINITE, Status.OVERFLOW, Status.OK])
+    result = classify(t, values, np.ones(6), status)
     assert result.behaviour.tolist() == [Behaviour.CONVERGED, Behaviour.CONVERGING, Behaviour.OSCILLATING,
-                                        Behaviour.DIVERGED, Behaviour.OVERFLOW]
+                                        Behaviour.DIVERGED, Behaviour.OVERFLOW, Behaviour.TRANSIENT]
     assert abs(result.amplitude[2] - 0.2) < 1e-3
     assert abs(result.period[2] - 5.0) < 1e-2
     assert np.isnan(result.period[0])

@@ -8,6 +8,7 @@ import pytest
 from fluidcc.errors import ParameterError
 from fluidcc.sweep import SweepSpec, parse_grid, run_sweep
 from fluidcc.sweep import _runner
+from fluidcc.stability import Behaviour
 
 
 def test_grid_forms_and_units():
@@ -53,3 +54,19 @@ def test_interrupted_sweep_keeps_finished_chunks_and_resumes(tmp_path, monkeypat
     fresh = run_sweep(spec, None, chunk_points=4)
     np.testing.assert_array_equal(data["final_window"].values, fresh["final_window"].values)
     assert (tmp_path / "sweep.nc").exists()
+
+
+def test_points_in_their_start_up_transient_get_a_longer_horizon():
+    # C = 150 Mb/s, N = 50, T = 0.8 s: the first RTT multiplies the window by about
+    # exp(kappa (gamma C T / N - 1)) (e^73 for kappa = 0.25), and multiplicative decrease takes it
+    # back at about kappa per RTT: ~290 RTTs, longer than the first horizon of 250 RTTs.
+    # kappa = 0.25 satisfies Theorem 1 (converges); kappa = 1.8 is past the linear boundary (~1.6).
+    axes = (parse_grid("miaimd", "kappa=0.25,1.8"), parse_grid("miaimd", "rtt=800ms"))
+    options = dict(model="miaimd", axes=axes, horizon_rtts=250, rtol=1e-5, max_steps_per_delay=256)
+    short = run_sweep(SweepSpec(max_horizon_rtts=250, **options))
+    assert short["behaviour"].values[:, 0].tolist() == [Behaviour.TRANSIENT, Behaviour.TRANSIENT]
+    extended = run_sweep(SweepSpec(**options))
+    assert extended["behaviour"].values[:, 0].tolist() == [Behaviour.CONVERGED, Behaviour.OSCILLATING]
+    assert extended["horizon_rtts"].values[:, 0].tolist() == [1000, 1000]
+    with pytest.raises(ParameterError, match="max_horizon_rtts"):
+        SweepSpec(model="miaimd", axes=axes, horizon_rtts=250, max_horizon_rtts=100)

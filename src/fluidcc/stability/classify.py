@@ -7,8 +7,11 @@ point's equilibrium x* over a final window of the horizon. With d(t) = x(t)/x* -
 * ``oscillating`` (sustained oscillation): not converged, and the half-amplitude of d over the
   second half of the final window is at least `sustained_ratio` times that over its first half;
   the amplitude (relative half peak-to-peak) and the period are reported;
-* ``converging``: not converged yet, but the oscillation is dying out (a longer horizon may
-  converge);
+* ``converging``: not converged yet, but the oscillation is dying out and the trajectory is
+  near the equilibrium (max |d| <= `transient_deviation`; a longer horizon may converge);
+* ``transient``: neither converged nor sustained, and still far from the equilibrium
+  (max |d| > `transient_deviation`) at the end of the horizon: the start-up excursion has not
+  died out yet, and the horizon is too short to tell (`run_sweep` extends it for such points);
 * ``overflow``: the solver reported that a state exceeded float64 (status OVERFLOW);
 * ``diverged``: the solver reported a non-finite state, or the trajectory left every bound
   (d is not finite).
@@ -35,6 +38,7 @@ class Behaviour(enum.IntEnum):
     OSCILLATING = 2
     DIVERGED = 3
     OVERFLOW = 4
+    TRANSIENT = 5
 
 
 BEHAVIOUR_NAMES = tuple(b.name.lower() for b in Behaviour)
@@ -48,11 +52,14 @@ class Thresholds:
     converged_rtol: largest |x/x* - 1| in that window for a converged point.
     sustained_ratio: amplitude ratio (second half over first half of the window) at or above
         which an oscillation counts as sustained.
+    transient_deviation: largest |x/x* - 1| in the window of a point still converging; beyond
+        it a point that is neither converged nor sustained is a transient.
     """
 
     final_fraction: float = 0.2
     converged_rtol: float = 1e-3
     sustained_ratio: float = 0.95
+    transient_deviation: float = 1.0
 
     def __post_init__(self):
         if not 0 < self.final_fraction <= 1:
@@ -61,6 +68,8 @@ class Thresholds:
             raise ParameterError("converged_rtol", self.converged_rtol, "a tolerance > 0")
         if not 0 < self.sustained_ratio <= 1:
             raise ParameterError("sustained_ratio", self.sustained_ratio, "a ratio in (0, 1]")
+        if not self.transient_deviation > self.converged_rtol:
+            raise ParameterError("transient_deviation", self.transient_deviation, "a deviation > converged_rtol")
 
     def as_attrs(self) -> dict[str, float]:
         return {f"classify_{k}": v for k, v in asdict(self).items()}
@@ -103,8 +112,10 @@ def classify(
     finite = np.all(np.isfinite(window), axis=1)
     converged = finite & (deviation <= thresholds.converged_rtol)
     sustained = finite & ~converged & (second >= thresholds.sustained_ratio * first)
+    transient = finite & ~converged & ~sustained & (deviation > thresholds.transient_deviation)
     behaviour[converged] = Behaviour.CONVERGED
     behaviour[sustained] = Behaviour.OSCILLATING
+    behaviour[transient] = Behaviour.TRANSIENT
     behaviour[~finite] = Behaviour.DIVERGED
     if status is not None:
         status = np.asarray(status)

@@ -28,7 +28,7 @@ from ._spec import SweepSpec
 DEFAULT_CHUNK_POINTS = 2048
 
 _FIELDS = ("behaviour", "amplitude", "period", "deviation", "final", "equilibrium", "status",
-           "steps_per_delay", "error_estimate")
+           "steps_per_delay", "error_estimate", "horizon_rtts")
 
 
 def run_sweep(
@@ -82,15 +82,36 @@ def run_sweep(
 
 def _solve_chunk(spec: SweepSpec, entry, values, thresholds):
     system, params = entry.aggregate(values)
-    rtt = values["rtt"]
-    saves = np.arange(int(round(spec.horizon_rtts * spec.saves_per_rtt)) + 1) / spec.saves_per_rtt
+    equilibrium = entry.equilibrium(values)
+    size = len(values["rtt"])
+    result = _simulate_and_classify(spec, system, params, values["rtt"], equilibrium, spec.horizon_rtts, thresholds)
+    horizon = np.full(size, spec.horizon_rtts)
+    # Points still in their start-up transient: integrate again over a longer horizon.
+    longer = spec.horizon_rtts
+    while longer * 4 <= spec.horizon_limit_rtts:
+        pending = np.flatnonzero(result["behaviour"] == Behaviour.TRANSIENT)
+        if pending.size == 0:
+            break
+        longer *= 4
+        sub_system, sub_params = entry.aggregate({n: v[pending] for n, v in values.items()})
+        again = _simulate_and_classify(spec, sub_system, sub_params, values["rtt"][pending], equilibrium[pending],
+                                       longer, thresholds)
+        for name, value in again.items():
+            result[name][pending] = value
+        horizon[pending] = longer
+    result["equilibrium"] = equilibrium
+    result["horizon_rtts"] = horizon
+    return result
+
+
+def _simulate_and_classify(spec, system, params, rtt, equilibrium, horizon_rtts, thresholds):
+    saves = np.arange(int(round(horizon_rtts * spec.saves_per_rtt)) + 1) / spec.saves_per_rtt
     save_times = saves[None, :] * rtt[:, None]
     solution = solve(
-        system, params, spec.horizon_rtts * rtt, save_times,
+        system, params, horizon_rtts * rtt, save_times,
         steps_per_delay=spec.steps_per_delay, rtol=spec.rtol,
         max_steps_per_delay=max(spec.max_steps_per_delay, spec.steps_per_delay),
     )
-    equilibrium = entry.equilibrium(values)
     trajectory = solution.ys[..., 0]
     result = classify(save_times, trajectory, equilibrium, solution.status, thresholds)
     error = solution.error_estimate if solution.error_estimate is not None else np.full(len(rtt), np.nan)
@@ -100,7 +121,6 @@ def _solve_chunk(spec: SweepSpec, entry, values, thresholds):
         "period": result.period,
         "deviation": result.deviation,
         "final": trajectory[:, -1],
-        "equilibrium": equilibrium,
         "status": solution.status,
         "steps_per_delay": solution.steps_per_delay,
         "error_estimate": error,
@@ -135,6 +155,8 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
         }),
         "steps_per_delay": grid("steps_per_delay") + ({"long_name": "RK4 steps per RTT used"},),
         "error_estimate": grid("error_estimate") + ({"long_name": "estimated max relative solver error"},),
+        "horizon_rtts": grid("horizon_rtts") + ({"long_name": "integration horizon used (longer for start-up transients)",
+                                                 "units": "RTTs"},),
     }
     fixed = {name: value for name, value in entry.defaults().items() if name not in dims}
     fixed.update(spec.fixed)
@@ -147,7 +169,8 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": command,
         "fixed_parameters_si": json.dumps(fixed, sort_keys=True),
-        "horizon_rtts": spec.horizon_rtts,
+        "horizon_rtts_first": spec.horizon_rtts,
+        "horizon_rtts_limit": spec.horizon_limit_rtts,
         "saves_per_rtt": spec.saves_per_rtt,
         "solver": "rk4",
         "solver_steps_per_delay": spec.steps_per_delay,

@@ -89,7 +89,9 @@ class SweepSpec:
     """Everything that defines a sweep's results (its hash names resumable partial results).
 
     horizon_rtts: integration horizon in RTTs of each point; saves_per_rtt: save points per RTT;
-    steps_per_delay and rtol: solver resolution and tolerance (see `fluidcc.dde.solve`).
+    steps_per_delay and rtol: solver resolution and tolerance (see `fluidcc.dde.solve`);
+    max_horizon_rtts: points still in their start-up transient at the end of the horizon are
+        integrated again over 4x the horizon, up to this many RTTs (None: 8 x horizon_rtts).
     """
 
     model: str
@@ -100,6 +102,11 @@ class SweepSpec:
     steps_per_delay: int = 32
     rtol: float | None = 1e-6
     max_steps_per_delay: int = 1024
+    max_horizon_rtts: float | None = None
+
+    @property
+    def horizon_limit_rtts(self) -> float:
+        return self.max_horizon_rtts if self.max_horizon_rtts is not None else 8.0 * self.horizon_rtts
 
     def __post_init__(self):
         if not self.axes:
@@ -112,6 +119,8 @@ class SweepSpec:
             raise ParameterError("--set", sorted(clash), "parameters not also swept by --grid")
         if not self.horizon_rtts > 0:
             raise ParameterError("horizon_rtts", self.horizon_rtts, "a horizon > 0 RTTs")
+        if self.max_horizon_rtts is not None and not self.max_horizon_rtts >= self.horizon_rtts:
+            raise ParameterError("max_horizon_rtts", self.max_horizon_rtts, f"at least horizon_rtts = {self.horizon_rtts}")
         if self.saves_per_rtt < 1:
             raise ParameterError("saves_per_rtt", self.saves_per_rtt, "a whole number >= 1")
 
