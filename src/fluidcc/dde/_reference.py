@@ -11,6 +11,12 @@ delayed values and is about rtol: on x' = -a x(t - 1) - b x(t - 0.7) it stays wi
 the exact piecewise-polynomial solution (1e-14 with breakpoint_order=5; order 3, which leaves the
 jumps of the fifth derivative at sums of four delays to the step-size control, gives 2e-9). It is slow (Python calls per right-hand-side
 evaluation, one solve_ivp call per interval) and meant for tests and benchmarks, not for sweeps.
+Components a model keeps >= 0 (`DDESystem.nonnegative_components`, a queue) are handled by
+events, integrating a smooth field in each mode: the model's unprojected field (its
+`linearizable()` form) while the component is above 0, and a zero derivative while it rests at 0.
+The solver stops where one falls to 0 and restarts with it at exactly 0, resting, and stops again
+where its unprojected derivative turns positive, so no step straddles a switch of the field. The derivative jumps this leaves at later
+times (event time plus delays) are left to the step-size control.
 
 `solve_ddeint` wraps the `ddeint` package and is kept for comparison only: see its docstring.
 
@@ -39,6 +45,9 @@ from ._system import DDESystem, to_mixed
 
 #: Largest log x whose exp is still a finite float64 (about 709.78).
 _LOG_MAX = float(np.log(np.finfo(np.float64).max))
+
+#: A kept-nonnegative component below this (in its own units) is at 0 for the reference solver.
+_EVENT_LEVEL = 1e-10
 
 #: Uniform ddeint grid points per smallest delay (save times are added to this grid).
 _DDEINT_POINTS_PER_DELAY = 20
@@ -270,6 +279,12 @@ class _MethodOfSteps:
         self.mask = np.asarray(self.log_mask, dtype=bool)
         self.n = len(self.log_mask)
         self.field, self.history = _compiled(system, self.log_mask)
+        # Components kept >= 0 by projection (queues): the solver stops where one reaches 0, and
+        # where one resting at 0 starts to fill (its unprojected derivative, from the model's
+        # `linearizable()` form, turns positive), so no DOP853 step straddles a switch of the field.
+        self.nonnegative = np.asarray(system.nonnegative_components(point), dtype=bool) & ~self.mask
+        if self.nonnegative.any():
+            self.free_field, _ = _compiled(system.linearizable(), self.log_mask)
         # Dense output of every accepted step: step i covers [step_starts[i], next start].
         self.step_starts: list[float] = []
         self.interpolants: list = []
@@ -300,12 +315,40 @@ class _MethodOfSteps:
         return out
 
     def _rhs(self, t: float, z: np.ndarray) -> np.ndarray:
-        dz = np.asarray(self.field(np.float64(t), z, self._delayed(t), self.point), dtype=np.float64)
+        if self.nonnegative.any():
+            # Mode by mode, the smooth field: unprojected, with components resting at 0 held there.
+            dz = self._free_rhs(t, z)
+            dz[self.resting] = 0.0
+        else:
+            dz = np.asarray(self.field(np.float64(t), z, self._delayed(t), self.point), dtype=np.float64)
         if not np.all(np.isfinite(dz)):
             nan = np.isnan(dz)
             component = int(np.argmax(nan if nan.any() else ~np.isfinite(dz)))
             self.last_bad = (t, "nan" if nan.any() else "inf", component)
         return dz
+
+    def _free_rhs(self, t: float, z: np.ndarray) -> np.ndarray:
+        return np.array(self.free_field(np.float64(t), z, self._delayed(t), self.point), dtype=np.float64)
+
+    def _events(self):
+        """Terminal events of the kept-nonnegative components, given which rest at 0."""
+        events = []
+        for i in np.flatnonzero(self.nonnegative):
+            if self.resting[i]:
+                # Resting at 0: stop where its inflow turns positive.
+                def event(s, y, i=i):
+                    return self._free_rhs(s, y)[i]
+
+                event.direction = 1
+            else:
+                # Filling or draining: stop where it falls through a hair above 0.
+                def event(s, y, i=i):
+                    return y[i] - _EVENT_LEVEL
+
+                event.direction = -1
+            event.terminal = True
+            events.append(event)
+        return events or None
 
     # -- problems ----------------------------------------------------------------------------
 
@@ -379,28 +422,45 @@ class _MethodOfSteps:
         """Solve interval by interval; returns (last time reached in seconds, whether it is t_final)."""
         nodes = _breakpoint_nodes(self.delays, self.t_final, self.breakpoint_order)
         z = self.z0
+        watched = np.flatnonzero(self.nonnegative)
+        self.resting = resting = np.zeros(self.n, dtype=bool)
+        if watched.size:
+            resting[watched] = (z[watched] <= _EVENT_LEVEL) & (self._free_rhs(0.0, z)[watched] <= 0.0)
         for start, end in zip(nodes[:-1], nodes[1:]):
-            try:
-                sol = solve_ivp(self._rhs, (start, end), z, method="DOP853", rtol=self.rtol,
-                                atol=self.atol, dense_output=True)
-            except Exception as error:  # a failing point must not stop the batch
-                self._record(Status.SOLVER_FAILED, f"the SciPy solver (DOP853) raised "
-                             f"{type(error).__name__} at t = {start:.6g} s: {error}")
-                return start, False
-            interpolants = sol.sol.interpolants
-            finite = np.all(np.isfinite(sol.y), axis=0)
-            good = sol.t.size - 1 if finite.all() else int(np.argmin(finite)) - 1
-            self.step_starts.extend(sol.t[:good].tolist())
-            self.interpolants.extend(interpolants[:good])
-            self._check_log_overflow(sol.t[: good + 1], sol.y[:, : good + 1], interpolants)
-            reached = float(sol.t[good])
-            if good < sol.t.size - 1:
-                self._bad_state(float(sol.t[good + 1]), sol.y[:, good + 1])
-                return reached, False
-            if sol.status < 0:
-                self._solver_failed(reached, sol.message)
-                return reached, False
-            z = sol.y[:, -1]
+            while True:
+                try:
+                    sol = solve_ivp(self._rhs, (start, end), z, method="DOP853", rtol=self.rtol,
+                                    atol=self.atol, dense_output=True, events=self._events())
+                except Exception as error:  # a failing point must not stop the batch
+                    self._record(Status.SOLVER_FAILED, f"the SciPy solver (DOP853) raised "
+                                 f"{type(error).__name__} at t = {start:.6g} s: {error}")
+                    return start, False
+                interpolants = sol.sol.interpolants
+                finite = np.all(np.isfinite(sol.y), axis=0)
+                good = sol.t.size - 1 if finite.all() else int(np.argmin(finite)) - 1
+                self.step_starts.extend(sol.t[:good].tolist())
+                self.interpolants.extend(interpolants[:good])
+                self._check_log_overflow(sol.t[: good + 1], sol.y[:, : good + 1], interpolants)
+                reached = float(sol.t[good])
+                if good < sol.t.size - 1:
+                    self._bad_state(float(sol.t[good + 1]), sol.y[:, good + 1])
+                    return reached, False
+                if sol.status < 0:
+                    self._solver_failed(reached, sol.message)
+                    return reached, False
+                z = sol.y[:, -1].copy()
+                if sol.status != 1:
+                    break
+                # A kept-nonnegative component reached 0 (it rests there, at exactly 0), or one
+                # resting at 0 starts to fill: switch its mode and go on from the event.
+                for j, i in enumerate(watched):
+                    if sol.t_events[j].size:
+                        if not resting[i]:
+                            z[i] = 0.0
+                        resting[i] = not resting[i]  # self.resting is the same array
+                start = reached
+                if reached >= end:
+                    break
         return self.t_final, True
 
     def _saved(self, save_times: np.ndarray, reached: float, finished: bool) -> np.ndarray:

@@ -154,7 +154,9 @@ def solve(
     one_point = jax.tree_util.tree_map(lambda a: a[0], point0)
     n_states = system.state_size(one_point)
     log_mask = tuple(bool(b) for b in system.log_components(one_point)) if log_space else (False,) * n_states
-    runner = _Runner(system, params, delays, t_final_arr, grid, n_states, log_mask, batch_chunk, progress)
+    nonnegative = tuple(bool(b) for b in system.nonnegative_components(one_point))
+    runner = _Runner(system, params, delays, t_final_arr, grid, n_states, log_mask, batch_chunk, progress,
+                     nonnegative)
 
     if rtol is None:
         z, over, nan = runner.run(np.arange(size), steps_per_delay)
@@ -202,7 +204,8 @@ def _statuses(over: np.ndarray, nan: np.ndarray, tolerance_failed: np.ndarray):
 class _Runner:
     """Runs the kernel over any subset of the batch, chunked and padded to a fixed size."""
 
-    def __init__(self, system, params, delays, t_final, grid, n_states, log_mask, batch_chunk, progress):
+    def __init__(self, system, params, delays, t_final, grid, n_states, log_mask, batch_chunk, progress,
+                 nonnegative=()):
         self.system = system
         self.params = params
         self.delays = delays
@@ -212,6 +215,7 @@ class _Runner:
         self.log_mask = log_mask
         self.batch_chunk = batch_chunk
         self.progress = progress
+        self.nonnegative = nonnegative
         self.history_chunks = history_chunks(delays)
         self.tau_min = np.min(delays, axis=1)
         self.devices = jax.local_devices()
@@ -242,6 +246,7 @@ class _Runner:
                 n_saves=self.grid.shape[1],
                 save_slots=_round_up_pow2(slots),
                 log_mask=self.log_mask,
+                nonnegative_mask=self.nonnegative,
             )
             device = self.devices[(start // chunk) % len(self.devices)]
             put = functools.partial(jax.device_put, device=device)

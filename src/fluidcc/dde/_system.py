@@ -8,6 +8,17 @@ functions of one parameter point (the engine vmaps them over a batch).
 Positive components (windows, rates) may be integrated in log coordinates z = log x. A model
 chooses which, through `log_components`; it may also supply the vector field directly in those
 coordinates (`vector_field_log`), which keeps it finite where x itself would overflow float64.
+
+Components that must stay >= 0 (a queue) are marked by `nonnegative_components`: the model's
+field already stops them from decreasing at 0 (q' = max(y - C, 0) when q = 0), and the engine
+projects them onto [0, inf) after every step, so a step that crosses 0 cannot leave a negative
+value behind. This is the projected form of the method: exact away from the times the constraint
+becomes active, and of lower order across them (about 2, measured on QCP's eq. (19)).
+
+A model may write its field once for every backend through `field_terms(t, x, x_delayed, params,
+ops)`, with `ops` supplying exp, maximum, where, ...: `vector_field` evaluates it with JAX, and
+`fluidcc.stability.symbolic` with SymPy, so the symbolic analysis derives from the same code the
+engine integrates.
 """
 
 from __future__ import annotations
@@ -40,8 +51,16 @@ class DDESystem:
         """For each component, whether it is positive and may be integrated as log x."""
         return (False,) * self.state_size(params)
 
+    def nonnegative_components(self, params: Any) -> tuple[bool, ...]:
+        """For each component, whether it is kept >= 0 by projection (a queue at an empty buffer)."""
+        return (False,) * self.state_size(params)
+
     def delays(self, params: Any) -> jnp.ndarray:
         """The K constant delays of one parameter point, in seconds, shape (K,), all > 0."""
+        return jnp.stack([jnp.asarray(d) for d in self.delay_terms(params)])
+
+    def delay_terms(self, params: Any) -> list:
+        """The delays as a list of scalar expressions (JAX arrays, or SymPy expressions for symbols)."""
         raise NotImplementedError
 
     def history(self, t: jnp.ndarray, params: Any) -> jnp.ndarray:
@@ -52,7 +71,15 @@ class DDESystem:
         self, t: jnp.ndarray, x: jnp.ndarray, x_delayed: jnp.ndarray, params: Any
     ) -> jnp.ndarray:
         """dx/dt at time t (seconds): x has shape (n,), x_delayed shape (K, n), x_delayed[k] = x(t - tau_k)."""
-        raise NotImplementedError
+        return jnp.stack([jnp.asarray(term) for term in self.field_terms(t, x, x_delayed, params, JAX_OPS)])
+
+    def field_terms(self, t, x, x_delayed, params: Any, ops) -> list:
+        """dx/dt as a list of n scalar expressions, written with `ops` (JAX_OPS or SymPy's).
+
+        x[i] and x_delayed[k][i] are scalars of the backend; params' fields too. Models that
+        implement this get `vector_field` and the symbolic analysis from one piece of code.
+        """
+        raise NotImplementedError(f"{self.name} does not provide field_terms")
 
     def vector_field_log(
         self,
@@ -103,3 +130,29 @@ def to_natural(z: jnp.ndarray, log_mask: jnp.ndarray) -> jnp.ndarray:
 def to_mixed(x: jnp.ndarray, log_mask: jnp.ndarray) -> jnp.ndarray:
     """Map x to mixed coordinates: log on the log components, identity elsewhere."""
     return jnp.where(log_mask, jnp.log(jnp.where(log_mask, x, 1.0)), x)
+
+
+class JaxOps:
+    """The operations `field_terms` may use, evaluated with JAX (SymPy's twin lives in
+    `fluidcc.stability.symbolic`)."""
+
+    exp = staticmethod(jnp.exp)
+    log = staticmethod(jnp.log)
+    maximum = staticmethod(jnp.maximum)
+    minimum = staticmethod(jnp.minimum)
+
+    @staticmethod
+    def where(condition, if_true, if_false):
+        return jnp.where(condition, if_true, if_false)
+
+    @staticmethod
+    def positive(value):
+        return value > 0
+
+
+JAX_OPS = JaxOps()
+
+
+def projected_rate(level, net_inflow, ops):
+    """d(level)/dt of a quantity kept >= 0 (a queue): net_inflow while level > 0, max(net_inflow, 0) at 0."""
+    return ops.where(ops.positive(level), net_inflow, ops.maximum(net_inflow, 0.0))
