@@ -155,17 +155,16 @@ class MIAIMDAggregate(DDESystem):
     def log_components(self, params) -> tuple[bool, ...]:
         return (True,)
 
-    def delays(self, params):
-        return jnp.reshape(params.rtt_s, (1,))
+    def delay_terms(self, params) -> list:
+        return [params.rtt_s]
 
     def history(self, t, params):
         return jnp.reshape(params.n_flows * params.initial_window, (1,)) + 0.0 * t
 
-    def vector_field(self, t, x, x_delayed, params):
+    def field_terms(self, t, x, x_delayed, params, ops) -> list:
         bdp = params.gamma * params.capacity_pps * params.rtt_s
-        w, w_delayed = x[0], x_delayed[0, 0]
-        dw = (params.kappa * w * (bdp / w_delayed - 1.0) + params.n_flows * params.alpha) / params.rtt_s
-        return jnp.reshape(dw, (1,))
+        w, w_delayed = x[0], x_delayed[0][0]
+        return [(params.kappa * w * (bdp / w_delayed - 1.0) + params.n_flows * params.alpha) / params.rtt_s]  # (14)
 
     def vector_field_log(self, t, z, z_delayed, params, log_mask):
         if not log_mask[0]:
