@@ -206,7 +206,7 @@ def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, s
 
     from .errors import ParameterError
     from .plotting import stability_figure
-    from .sweep import run_stability
+    from .sweep import analytic_boundary, run_stability
 
     try:
         texts = grids or DEFAULT_STABILITY_GRID.get(model)
@@ -230,14 +230,22 @@ def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, s
         _fail(error)
     figure_path = out_dir / "stability.png"
     if len(spec.axes) == 2:
-        stability_figure(dataset, figure_path)
+        stability_figure(dataset, figure_path, curves=analytic_boundary(spec))
     if "linear_stable" in dataset:
         verdict = dataset["linear_stable"].values
         click.echo(f"linear: stable {int((verdict == 1).sum())}, unstable {int((verdict == 0).sum())}, "
                    f"not resolved {int((verdict == -1).sum())}")
+    if "projection_changes_fraction" in dataset.attrs:
+        click.echo(f"the projection of the queue at 0 changes the simulated verdict on "
+                   f"{dataset.attrs['projection_changes_fraction']:.2%} of the points")
     if "agreement_away_from_boundary" in dataset.attrs:
-        click.echo(f"linear vs simulated agreement away from the boundary: "
+        where = " and where the projection does not decide" if "projection_changes" in dataset else ""
+        click.echo(f"linear vs simulated agreement away from the boundary{where}: "
                    f"{dataset.attrs['agreement_away_from_boundary']:.2%} of {dataset.attrs['points_away_from_boundary']} points")
+    if "agreement_smooth_away_from_boundary" in dataset.attrs:
+        click.echo(f"linear vs simulated smooth form (no projection) away from the boundary: "
+                   f"{dataset.attrs['agreement_smooth_away_from_boundary']:.2%}; linear vs the projected model there: "
+                   f"{dataset.attrs['agreement_everywhere_away_from_boundary']:.2%}")
     written = [str(out_dir / "stability.nc")] + ([str(figure_path)] if len(spec.axes) == 2 else [])
     click.echo("wrote " + " and ".join(written))
 

@@ -102,7 +102,7 @@ def stability_figure(dataset: xr.Dataset, path: str | Path | None = None, curves
         raise ValueError(f"stability_figure needs a 2-D grid, got axes {dims}")
     ydim, xdim = dims
     x, y = dataset[xdim].values, dataset[ydim].values
-    panels = [name for name in ("linear_stable", "behaviour") if name in dataset]
+    panels = [name for name in ("linear_stable", "behaviour", "behaviour_smooth") if name in dataset]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 4.6), constrained_layout=True, squeeze=False)
     for ax, name in zip(axes[0], panels):
         if name == "linear_stable":
@@ -118,7 +118,13 @@ def stability_figure(dataset: xr.Dataset, path: str | Path | None = None, curves
             mesh = ax.pcolormesh(x, y, dataset[name].values, cmap=cmap, norm=norm, shading="nearest")
             bar = fig.colorbar(mesh, ax=ax, ticks=range(len(BEHAVIOUR_NAMES)))
             bar.ax.set_yticklabels(BEHAVIOUR_NAMES)
-            ax.set_title("simulated (nonlinear model)")
+            ax.set_title("simulated, smooth form (no projection at q = 0)" if name.endswith("_smooth")
+                         else "simulated (nonlinear model)")
+            if name == "behaviour" and "projection_changes" in dataset and dataset["projection_changes"].values.any():
+                ax.contourf(x, y, dataset["projection_changes"].values, levels=[0.5, 1.5], colors="none",
+                            hatches=["///"])
+                ax.contour(x, y, dataset["projection_changes"].values, levels=[0.5], colors="#1c7ed6",
+                           linewidths=0.8, linestyles=":")
         if "abscissa" in dataset and np.nanmin(dataset["abscissa"].values) < 0 < np.nanmax(dataset["abscissa"].values):
             ax.contour(x, y, dataset["abscissa"].values, levels=[0.0], colors="k", linewidths=1.4)
         for label, (cx, cy) in (curves or {}).items():
@@ -136,7 +142,9 @@ def stability_figure(dataset: xr.Dataset, path: str | Path | None = None, curves
     if "agreement_away_from_boundary" in dataset.attrs:
         title += (f" — agreement {dataset.attrs['agreement_away_from_boundary']:.2%} on "
                   f"{dataset.attrs['points_away_from_boundary']} points away from the boundary")
-    fig.suptitle(title + " (black: linear boundary)")
+    note = " (black: linear boundary" + ("; hatched: the projection at q = 0 decides)" if "projection_changes" in dataset
+                                         else ")")
+    fig.suptitle(title + note)
     if path is not None:
         fig.savefig(path, dpi=120)
         plt.close(fig)

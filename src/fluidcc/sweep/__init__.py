@@ -8,10 +8,11 @@ from ._spec import SweepSpec as SweepSpec
 from ._spec import parse_grid as parse_grid
 from ._spec import parse_set as parse_set
 from ._stability import METHODS as STABILITY_METHODS
+from ._stability import analytic_boundary as analytic_boundary
 from ._stability import linear_map as linear_map
 from ._stability import run_stability as run_stability
 
 __all__ = [
-    "GRID_FORMAT", "STABILITY_METHODS", "GridAxis", "SweepSpec", "linear_map", "parse_grid", "parse_set",
+    "GRID_FORMAT", "STABILITY_METHODS", "GridAxis", "SweepSpec", "analytic_boundary", "linear_map", "parse_grid", "parse_set",
     "run_stability", "run_sweep", "simulate",
 ]

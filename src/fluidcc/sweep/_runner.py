@@ -39,8 +39,13 @@ def run_sweep(
     thresholds: Thresholds = Thresholds(),
     progress: Callable[[int, int], None] | None = None,
     command: str = "",
+    smooth: bool = False,
 ) -> xr.Dataset:
-    """Run a sweep and return its dataset; with `out_dir`, keep partial results and write sweep.nc."""
+    """Run a sweep and return its dataset; with `out_dir`, keep partial results and write sweep.nc.
+
+    smooth: simulate the model's smooth form (`linearizable()`: without the projection of the
+    queue at 0), the nonlinear model that linear analysis linearizes.
+    """
     entry = get_model(spec.model)
     values = spec.values()
     # Validate the whole grid before any work, so bad input fails at once.
@@ -48,7 +53,7 @@ def run_sweep(
     partial = None
     if out_dir is not None:
         out_dir = Path(out_dir)
-        partial = out_dir / f"partial-{spec.digest()}"
+        partial = out_dir / f"partial-{spec.digest()}{'-smooth' if smooth else ''}"
         partial.mkdir(parents=True, exist_ok=True)
         (partial / "spec.json").write_text(spec.to_json())
 
@@ -61,7 +66,7 @@ def run_sweep(
             with np.load(path) as stored:
                 chunk = {name: stored[name] for name in _FIELDS}
         else:
-            chunk = _solve_chunk(spec, entry, {n: v[lo:hi] for n, v in values.items()}, thresholds)
+            chunk = _solve_chunk(spec, entry, {n: v[lo:hi] for n, v in values.items()}, thresholds, smooth)
             if path is not None:
                 tmp = path.with_suffix(".tmp.npz")
                 np.savez(tmp, **chunk)
@@ -72,19 +77,27 @@ def run_sweep(
             progress(hi, spec.size)
 
     dataset = _dataset(spec, {n: np.concatenate(v) for n, v in results.items()}, thresholds, command)
+    dataset.attrs["simulated_form"] = "smooth (no projection at q = 0)" if smooth else "model as defined"
     if out_dir is not None:
-        target = out_dir / "sweep.nc"
+        target = out_dir / ("sweep-smooth.nc" if smooth else "sweep.nc")
         dataset.to_netcdf(target.with_suffix(".tmp.nc"), engine="scipy")
         target.with_suffix(".tmp.nc").replace(target)
         shutil.rmtree(partial, ignore_errors=True)
     return dataset
 
 
-def _solve_chunk(spec: SweepSpec, entry, values, thresholds):
+def _build(entry, values, smooth):
     system, params = entry.aggregate(values)
+    return (system.linearizable() if smooth else system), params
+
+
+def _solve_chunk(spec: SweepSpec, entry, values, thresholds, smooth=False):
+    system, params = _build(entry, values, smooth)
     equilibrium = entry.equilibrium(values)
-    size = len(values["rtt"])
-    result = _simulate_and_classify(spec, system, params, values["rtt"], equilibrium, spec.horizon_rtts, thresholds)
+    observed = entry.observed_index(system, params)
+    delay = values[entry.delay_parameter]
+    size = len(delay)
+    result = _simulate_and_classify(spec, system, params, delay, equilibrium, spec.horizon_rtts, thresholds, observed)
     horizon = np.full(size, spec.horizon_rtts)
     # Points still in their start-up transient: integrate again over a longer horizon.
     longer = spec.horizon_rtts
@@ -93,9 +106,9 @@ def _solve_chunk(spec: SweepSpec, entry, values, thresholds):
         if pending.size == 0:
             break
         longer *= 4
-        sub_system, sub_params = entry.aggregate({n: v[pending] for n, v in values.items()})
-        again = _simulate_and_classify(spec, sub_system, sub_params, values["rtt"][pending], equilibrium[pending],
-                                       longer, thresholds)
+        sub_system, sub_params = _build(entry, {n: v[pending] for n, v in values.items()}, smooth)
+        again = _simulate_and_classify(spec, sub_system, sub_params, delay[pending], equilibrium[pending],
+                                       longer, thresholds, observed)
         for name, value in again.items():
             result[name][pending] = value
         horizon[pending] = longer
@@ -104,17 +117,17 @@ def _solve_chunk(spec: SweepSpec, entry, values, thresholds):
     return result
 
 
-def _simulate_and_classify(spec, system, params, rtt, equilibrium, horizon_rtts, thresholds):
+def _simulate_and_classify(spec, system, params, delay, equilibrium, horizon_rtts, thresholds, observed):
     saves = np.arange(int(round(horizon_rtts * spec.saves_per_rtt)) + 1) / spec.saves_per_rtt
-    save_times = saves[None, :] * rtt[:, None]
+    save_times = saves[None, :] * delay[:, None]
     solution = solve(
-        system, params, horizon_rtts * rtt, save_times,
+        system, params, horizon_rtts * delay, save_times,
         steps_per_delay=spec.steps_per_delay, rtol=spec.rtol,
         max_steps_per_delay=max(spec.max_steps_per_delay, spec.steps_per_delay),
     )
-    trajectory = solution.ys[..., 0]
+    trajectory = solution.ys[..., observed]
     result = classify(save_times, trajectory, equilibrium, solution.status, thresholds)
-    error = solution.error_estimate if solution.error_estimate is not None else np.full(len(rtt), np.nan)
+    error = solution.error_estimate if solution.error_estimate is not None else np.full(len(delay), np.nan)
     return {
         "behaviour": result.behaviour,
         "amplitude": result.amplitude,
@@ -147,16 +160,18 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
         "amplitude": grid("amplitude") + ({"long_name": "relative half peak-to-peak of x/x* over the end of the horizon"},),
         "period": grid("period") + ({"long_name": "oscillation period", "units": "s"},),
         "deviation": grid("deviation") + ({"long_name": "max |x/x* - 1| over the final window"},),
-        "final_window": grid("final") + ({"long_name": "total window at the end of the horizon", "units": "packets"},),
-        "equilibrium_window": grid("equilibrium") + ({"long_name": "closed-form equilibrium (Theorem 1)", "units": "packets"},),
+        "final": grid("final") + ({"long_name": f"{entry.observed} at the end of the horizon",
+                                   "units": entry.observed_unit},),
+        "equilibrium": grid("equilibrium") + ({"long_name": f"equilibrium {entry.observed} of the model",
+                                               "units": entry.observed_unit},),
         "status": (dims, flat["status"].astype(np.int8).reshape(spec.shape), {
             "long_name": "solver status", "flag_values": np.arange(5, dtype=np.int8),
             "flag_meanings": "ok overflow non_finite tolerance_not_reached solver_failed",
         }),
-        "steps_per_delay": grid("steps_per_delay") + ({"long_name": "RK4 steps per RTT used"},),
+        "steps_per_delay": grid("steps_per_delay") + ({"long_name": "RK4 steps per delay used"},),
         "error_estimate": grid("error_estimate") + ({"long_name": "estimated max relative solver error"},),
         "horizon_rtts": grid("horizon_rtts") + ({"long_name": "integration horizon used (longer for start-up transients)",
-                                                 "units": "RTTs"},),
+                                                 "units": f"multiples of {entry.delay_parameter}"},),
     }
     fixed = {name: value for name, value in entry.defaults().items() if name not in dims}
     fixed.update(spec.fixed)
@@ -172,6 +187,7 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
         "horizon_rtts_first": spec.horizon_rtts,
         "horizon_rtts_limit": spec.horizon_limit_rtts,
         "saves_per_rtt": spec.saves_per_rtt,
+        "observed_state": entry.observed,
         "solver": "rk4",
         "solver_steps_per_delay": spec.steps_per_delay,
         "solver_rtol": spec.rtol if spec.rtol is not None else "none",

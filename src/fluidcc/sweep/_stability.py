@@ -3,8 +3,12 @@
 The linear map linearizes the model at its equilibrium at every grid point (automatic
 differentiation of the model's vector field, `fluidcc.stability.linearize`) and computes the
 rightmost characteristic roots (`fluidcc.stability.linear`); a point is linearly stable when the
-spectral abscissa is negative. The simulated map is `run_sweep`'s classification. With both, the
-dataset records where they agree, away from the linear boundary.
+spectral abscissa is negative. The simulated map is `run_sweep`'s classification. For a model with a projection (a queue kept
+>= 0), its smooth form (`linearizable()`) is simulated too, and the points where the two settle
+differently are marked `projection_changes`: there the nonlinearity at q = 0, not the linear
+dynamics, decides. With both methods, the dataset records where linear and simulated verdicts
+agree, away from the linear boundary (and, for projected models, away from `projection_changes`;
+the agreement of the linear map with the smooth form is reported beside it).
 """
 
 from __future__ import annotations
@@ -64,6 +68,12 @@ def linear_map(
     return {name: np.concatenate(parts) for name, parts in out.items()}
 
 
+def _settled(behaviour) -> np.ndarray:
+    """Converged or converging, from a behaviour variable (DataArray or (dims, values, attrs))."""
+    values = behaviour[1] if isinstance(behaviour, tuple) else behaviour.values
+    return np.isin(values, [int(Behaviour.CONVERGED), int(Behaviour.CONVERGING)])
+
+
 def near_boundary(stable: np.ndarray, margin: float = BOUNDARY_MARGIN) -> np.ndarray:
     """Points whose linear verdict changes within `margin` of the grid along some axis."""
     near = np.zeros(stable.shape, dtype=bool)
@@ -120,22 +130,46 @@ def run_stability(
                      "(fluidcc.stability.linear), guarantee_from = 0 1/s",
                      boundary_margin=BOUNDARY_MARGIN)
     if method in ("simulate", "both"):
-        sim = run_sweep(
-            spec, Path(out_dir) / "simulation" if out_dir is not None else None, thresholds=thresholds,
-            progress=(lambda d, t: progress("simulate", d, t)) if progress else None, command=command,
-        )
-        for name in sim.data_vars:
-            data[name] = sim[name]
-        attrs.update({k: v for k, v in sim.attrs.items() if k not in ("title", "created", "command")})
+        system, _ = entry.aggregate({n: v[:1] for n, v in spec.values().items()})
+        projected = system.linearizable() != system
+        forms = (False, True) if projected else (False,)
+        for smooth in forms:
+            stage = "simulate smooth form" if smooth else "simulate"
+            sim = run_sweep(
+                spec, Path(out_dir) / "simulation" if out_dir is not None else None, thresholds=thresholds,
+                progress=(lambda d, t, s=stage: progress(s, d, t)) if progress else None, command=command,
+                smooth=smooth,
+            )
+            suffix = "_smooth" if smooth else ""
+            for name in sim.data_vars:
+                data[name + suffix] = sim[name]
+                if smooth:
+                    data[name + suffix].attrs["long_name"] = (
+                        sim[name].attrs.get("long_name", name) + " (smooth form: no projection at q = 0)")
+            if not smooth:
+                attrs.update({k: v for k, v in sim.attrs.items() if k not in ("title", "created", "command")})
+        if projected:
+            settled = _settled(data["behaviour"])
+            settled_smooth = _settled(data["behaviour_smooth"])
+            changes = settled != settled_smooth
+            data["projection_changes"] = (dims, changes.astype(np.int8), {
+                "long_name": "the projection of the queue at 0 changes the verdict: the model and its smooth "
+                             "form (what linear analysis linearizes) settle differently"})
+            attrs["projection_changes_fraction"] = float(changes.mean())
     if method == "both":
-        settled = np.isin(data["behaviour"].values, [int(Behaviour.CONVERGED), int(Behaviour.CONVERGING)])
         linear = data["linear_stable"][1]
-        resolved = (linear >= 0) & (data["near_boundary"][1] == 0)
-        agree = (linear == 1) == settled
+        away = (linear >= 0) & (data["near_boundary"][1] == 0)
+        agree = (linear == 1) == _settled(data["behaviour"])
         data["agree"] = (dims, np.where(linear >= 0, agree, False).astype(np.int8), {
             "long_name": "linear verdict (stable) equals simulated (converged or converging)"})
-        count = int(resolved.sum())
-        attrs["agreement_away_from_boundary"] = float(agree[resolved].mean()) if count else float("nan")
+        compared = away
+        if "projection_changes" in data:
+            compared = away & (data["projection_changes"][1] == 0)
+            agree_smooth = (linear == 1) == _settled(data["behaviour_smooth"])
+            attrs["agreement_smooth_away_from_boundary"] = float(agree_smooth[away].mean()) if away.any() else float("nan")
+            attrs["agreement_everywhere_away_from_boundary"] = float(agree[away].mean()) if away.any() else float("nan")
+        count = int(compared.sum())
+        attrs["agreement_away_from_boundary"] = float(agree[compared].mean()) if count else float("nan")
         attrs["points_away_from_boundary"] = count
     attrs.update({
         "title": f"fluidcc stability map of {spec.model}",
@@ -157,3 +191,53 @@ def run_stability(
         dataset.to_netcdf(target.with_suffix(".tmp.nc"), engine="scipy")
         target.with_suffix(".tmp.nc").replace(target)
     return dataset
+
+
+def analytic_boundary(spec: SweepSpec, *, max_lines: int = 40) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The D-subdivision boundary of a 2-D plane, for `stability_figure`.
+
+    In closed form where SymPy solves it for the two grid parameters (the curve p1(omega),
+    p2(omega), every other parameter at its value in the spec); otherwise numerically along the
+    first axis (`fluidcc.stability.symbolic.crossing_values`, first crossing) at up to `max_lines`
+    values of the second. Returns {label: (x along the second axis, y along the first)}; empty
+    for grids that are not 2-D or models without a symbolic form.
+    """
+    from ..stability import symbolic
+
+    if len(spec.axes) != 2:
+        return {}
+    entry = get_model(spec.model)
+    values = spec.values()
+    system, params = entry.aggregate({n: v[:1] for n, v in values.items()})
+    try:
+        model = symbolic.symbolic_model(system, params)
+    except symbolic.SymbolicError:
+        return {}
+    first, second = (entry.parameter(a.name) for a in spec.axes)
+    fixed = {entry.parameter(n).field_name: float(v[0]) for n, v in values.items()
+             if n not in (first.name, second.name)}
+    y_range = (min(spec.axes[0].values), max(spec.axes[0].values))
+    x_range = (min(spec.axes[1].values), max(spec.axes[1].values))
+    try:
+        curve = symbolic.d_subdivision(model, (first.field_name, second.field_name))
+    except (symbolic.SymbolicError, NotImplementedError):
+        curve = None
+    if curve is not None:
+        delay = fixed.get(entry.parameter(entry.delay_parameter).field_name, 1.0)
+        omega = np.linspace(1e-4, 2.0 * np.pi, 4000) / delay
+        ys, xs = curve.evaluate(omega, fixed)
+        inside = (ys >= y_range[0]) & (ys <= y_range[1]) & (xs >= x_range[0]) & (xs <= x_range[1])
+        ys, xs = np.where(inside, ys, np.nan), np.where(inside, xs, np.nan)
+        return {"D-subdivision (SymPy, closed form)": (xs, ys)}
+    xs = np.asarray(spec.axes[1].values)
+    if len(xs) > max_lines:
+        xs = xs[np.linspace(0, len(xs) - 1, max_lines).round().astype(int)]
+    ys = []
+    for x in xs:
+        point = {**fixed, second.field_name: float(x)}
+        delay = point.get(entry.parameter(entry.delay_parameter).field_name, 1.0)
+        crossings = symbolic.crossing_values(model, first.field_name, point, omega_max=2.0 * np.pi / delay,
+                                             samples=2000)
+        crossings = crossings[(crossings >= y_range[0]) & (crossings <= y_range[1])]
+        ys.append(crossings[0] if crossings.size else np.nan)
+    return {"D-subdivision (SymPy, numerical)": (xs, np.asarray(ys))}
