@@ -20,8 +20,10 @@ Layout (per point; the whole kernel is vmapped over the batch and jitted once pe
   with breakpoints on the grid); the rtol refinement in `solve` measures that.
 * State components the model marks positive may be integrated in log coordinates.
 * State components the model keeps >= 0 (a queue, `DDESystem.nonnegative_components`) are
-  projected onto [0, inf) after every step (the projected RK4 step). The model's field already
-  stops them at 0; the projection removes the small negative value a step crossing 0 would leave.
+  projected onto [0, inf) after every step (the projected RK4 step), and so are their
+  interpolated delayed and saved values. The model's field already stops them at 0; the
+  projection removes the small negative value a step crossing 0 (or an interpolant between two
+  nodes near 0) would leave.
 """
 
 from __future__ import annotations
@@ -135,6 +137,8 @@ def _integrate_point(system: DDESystem, shape: KernelShape, params, t_final, sav
         buf_z, buf_fr, buf_fl, first_over, first_nan = carry
         t0 = chunk * M * h
         delayed = _interpolate(buf_z, buf_fr, buf_fl, delay_index, delay_theta, h)  # (2M+1, K, n)
+        if project:  # the interpolant of a component kept >= 0 may dip below 0 between nodes
+            delayed = jnp.where(nonnegative, jnp.maximum(delayed, 0.0), delayed)
         at_start, at_half, at_end = delayed[0:-1:2], delayed[1::2], delayed[2::2]
 
         def rk4_step(z, xs):
@@ -174,6 +178,8 @@ def _integrate_point(system: DDESystem, shape: KernelShape, params, t_final, sav
         pos = jnp.clip(save_pos[jnp.minimum(slot, shape.n_saves - 1)], 0.0, M)
         index = jnp.clip(jnp.floor(pos), 0, M - 1).astype(jnp.int32)
         saved = _interpolate(chunk_z, chunk_fr, chunk_fl, index, pos - index, h)
+        if project:
+            saved = jnp.where(nonnegative, jnp.maximum(saved, 0.0), saved)
 
         new_buf_z = jnp.concatenate([buf_z[M:], z_nodes])
         new_buf_fr = jnp.concatenate([buf_fr[M:-1], chunk_fr])
