@@ -17,7 +17,8 @@ nothing below is retyped by hand:
 
 Parameters are the fields of the model's parameter dataclass, as positive real symbols named like
 the fields (``alpha``, ``capacity_pps``, ``rtt_s``, ...); states are named like the model's
-`state_names`, delayed states ``<name>_d<k>``.
+`state_names`, delayed states ``<name>_d<k>``. Float constants in a model's field are read as the
+rationals they spell (1.0 -> 1, 0.5 -> 1/2), so the algebra is exact.
 """
 
 from __future__ import annotations
@@ -141,7 +142,9 @@ def linearization(model: SymbolicModel, at: Mapping[sp.Symbol, sp.Expr] | None =
 
 
 def characteristic_quasipolynomial(model: SymbolicModel, at: Mapping[sp.Symbol, sp.Expr] | None = None) -> sp.Expr:
-    """det(lambda I - A_0 - sum_k A_k exp(-lambda tau_k)), expanded, in the symbol `LAMBDA`."""
+    """det(lambda I - A_0 - sum_k A_k exp(-lambda tau_k)) in the symbol `LAMBDA`, expanded and
+    multiplied by its denominator, a positive product of parameters (d^2 for XCP's loop,
+    T (N alpha + kappa gamma C T) for MIAIMD), so it has the same roots as the determinant."""
     a0, ak = linearization(model, at)
     n = a0.shape[0]
     delta = LAMBDA * sp.eye(n) - a0
@@ -162,7 +165,8 @@ class DSubdivision:
     """The D-subdivision boundary of two parameters in closed form.
 
     curve: {p1: p1(omega), p2: p2(omega)} where lambda = i omega (omega > 0, rad/s) is a root;
-    real_root: conditions (equations) under which lambda = 0 is a root — the other boundary.
+    real_root: expressions (the quasi-polynomial at lambda = 0) that vanish where lambda = 0 is a
+        root — the other boundary.
     """
 
     parameters: tuple[sp.Symbol, sp.Symbol]
@@ -217,7 +221,8 @@ def crossing_values(
     The characteristic function at lambda = i omega is sampled on omega in (0, omega_max] (rad/s);
     for each omega, the parameter value that zeroes the real part is found, and the crossings are
     where the imaginary part vanishes too (found by bracketing and Brent's method). Returns the
-    sorted crossing values (the parameter's units) of roots with omega > 0.
+    sorted crossing values (the parameter's units) of roots with omega > 0, every branch: the
+    first is the stability boundary of a family stable at small values.
     """
     p = model.symbol(parameter)
     char = characteristic_quasipolynomial(model)
@@ -242,7 +247,10 @@ def crossing_values(
             g = lambda w: float(im_f(float(value_of(w)), w))  # noqa: E731
             w = brentq(g, omegas[j], omegas[j + 1], xtol=1e-15, rtol=1e-15)
             value = float(value_of(w))
-            if abs(float(re_f(value, w))) <= 1e-8 * (1 + abs(value)) * (1 + w * w):
+            # Re = 0 holds on the branch by construction; this guards against a branch that is
+            # not real there, relative to the size of the function near the crossing.
+            scale = max(abs(float(imag[j])), abs(float(imag[j + 1])), 1.0)
+            if abs(float(re_f(value, w))) <= 1e-8 * scale:
                 found.append(value)
     return np.array(sorted(found))
 
