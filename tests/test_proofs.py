@@ -85,3 +85,48 @@ def test_paper_steps_pass_in_process(vcp_theorem1: ModuleType) -> None:
         vcp_theorem1.check_lemma_cover,
     ):
         assert step().startswith("step")
+
+
+@pytest.fixture(scope="module")
+def xcp_stability() -> ModuleType:
+    return _load_proof("xcp_stability")
+
+
+@pytest.fixture(scope="module")
+def miaimd_linear() -> ModuleType:
+    return _load_proof("miaimd_linear")
+
+
+def test_xcp_stability_wrong_quasipolynomial_is_rejected(xcp_stability: ModuleType) -> None:
+    proof = xcp_stability
+    sp, lam, d = proof.sp, proof.LAMBDA, proof.d
+    # beta / d instead of beta / d^2 in front of the delayed queue term.
+    wrong = lam**2 + (proof.alpha / d) * lam * sp.exp(-lam * d) + (proof.beta / d) * sp.exp(-lam * d)
+    with pytest.raises(AssertionError, match="step 2"):
+        proof.check_quasipolynomial(claimed=wrong)
+
+
+def test_xcp_stability_wrong_endpoint_is_rejected(xcp_stability: ModuleType) -> None:
+    proof = xcp_stability
+    with pytest.raises(AssertionError, match="step 4"):
+        proof.check_endpoint(claimed_alpha_max=proof.sp.pi / 4)
+    # Extending the line beta = sqrt(2) alpha^2 past pi / (4 sqrt 2) crosses the boundary.
+    with pytest.raises(AssertionError, match="step 5"):
+        proof.check_line_below_boundary(claimed_alpha_max=proof.sp.Rational(3, 5), grid_size=50)
+
+
+def test_miaimd_linear_wrong_delayed_gain_is_rejected(miaimd_linear: ModuleType) -> None:
+    proof = miaimd_linear
+    # Dropping kappa from b = kappa gamma C / w*.
+    wrong_b = proof.gamma * proof.C / proof.PAPER_W_STAR
+    with pytest.raises(AssertionError, match="step 2"):
+        proof.check_linearization(claimed_b=wrong_b)
+
+
+def test_miaimd_linear_wrong_limit_is_rejected(miaimd_linear: ModuleType) -> None:
+    proof = miaimd_linear
+    with pytest.raises(AssertionError, match="step 3"):
+        proof.check_d_subdivision(claimed_limit=proof.sp.pi)
+    # b T < 2 is not sufficient: the boundary B_b(A) comes down to pi/2.
+    with pytest.raises(AssertionError, match="step 5"):
+        proof.check_sufficient_conditions(claimed_bound=2)
