@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 from click.testing import CliRunner
@@ -99,9 +100,37 @@ def test_stability_both_methods_write_dataset_and_figure(runner, tmp_path):
         (["stability", "miaimd", "--grid", "kappa=0.1:2:3", "--set", "rtt=-5ms", "--method", "linear"], "rtt"),
         (["stability", "miaimd", "--grid", "kappa=0.1:2:0", "--method", "linear"], "count"),
         (["stability", "miaimd", "--method", "fast"], "fast"),
+        (["stability", "xcp", "--grid", "kappa=0:1:3", "--method", "linear"], "parameter = 'kappa'"),
+        (["stability", "rcp", "--grid", "alpha=0:1:3", "--set", "rtt=-10ms", "--method", "linear"], "rtt = -0.01"),
+        (["stability", "qcp", "--grid", "beta=-1:1:3", "--method", "linear"], "beta = -1"),
+        (["stability", "qcp", "--grid", "alpha=", "--method", "linear"], "--grid"),
+        (["simulate", "xcp", "--rtts", "10ms,20ms"], "--rtts"),
     ],
 )
 def test_stability_bad_input(runner, tmp_path, args, expected):
     result = runner.invoke(main, args + ["--out", str(tmp_path)])
     assert result.exit_code != 0
     assert expected in result.output
+
+
+def test_stability_of_a_projected_model_marks_where_the_projection_decides(runner, tmp_path):
+    result = runner.invoke(main, ["stability", "rcp", "--grid", "alpha=0.1:1.5:6", "--grid", "beta=0.05:1.2:6",
+                                  "--horizon-rtts", "150", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    data = xr.open_dataset(tmp_path / "stability.nc", engine="scipy")
+    assert {"behaviour", "behaviour_smooth", "projection_changes", "linear_stable"} <= set(data.data_vars)
+    # RCP's gains (0.1, 1.0) sit where linear analysis says unstable but the projected model settles
+    point = data.sel(alpha=0.1, beta=1.2, method="nearest")
+    assert int(point["linear_stable"]) == 0 and int(point["behaviour"]) in (0, 1)
+    assert int(point["projection_changes"]) == 1
+    assert data.attrs["agreement_smooth_away_from_boundary"] >= 0.99
+    assert "projection of the queue" in result.output and (tmp_path / "stability.png").stat().st_size > 10_000
+
+
+def test_simulate_aggregate_model(runner, tmp_path):
+    result = runner.invoke(main, ["simulate", "xcp", "--duration", "16s", "--format", "csv", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(tmp_path / "timeseries.csv")
+    assert list(frame.columns) == ["time", "queue", "rate"]
+    assert abs(frame["rate"].iloc[-1] / 18750.0 - 1) < 1e-3
+    assert "equilibrium 18750" in result.output

@@ -89,7 +89,8 @@ def models_command() -> None:
 @click.option("--out", default="fluidcc-out/simulate", show_default=True, type=click.Path(file_okay=False),
               help="Output folder (time series and figure).")
 def simulate_command(model, sets, rtts, duration, saves_per_rtt, steps_per_delay, rtol, fmt, out) -> None:
-    """Integrate one point of MODEL with a window per flow; write its time series and a figure."""
+    """Integrate one point of MODEL (per flow for miaimd, aggregate for xcp, rcp, qcp); write its time
+    series and a figure."""
     from . import units
     from .models import get_model
     from .plotting import timeseries_figure
@@ -113,21 +114,30 @@ def simulate_command(model, sets, rtts, duration, saves_per_rtt, steps_per_delay
         _fail(error)
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    per_flow = "window" in dataset
     if fmt == "netcdf":
         data_path = out_dir / "timeseries.nc"
         dataset.to_netcdf(data_path, engine="scipy")
-    else:
+    elif per_flow:
         data_path = out_dir / "timeseries.csv"
         frame = dataset[["window", "rate"]].to_dataframe().unstack("flow")
         frame.columns = [f"{name}_{flow}" for name, flow in frame.columns]
         frame["load_factor"] = dataset["load_factor"].values
         frame.to_csv(data_path)
+    else:
+        data_path = out_dir / "timeseries.csv"
+        dataset[[n for n in dataset.data_vars if dataset[n].dims == ("time",)]].to_dataframe().to_csv(data_path)
     figure_path = out_dir / "timeseries.png"
     timeseries_figure(dataset, figure_path)
     click.echo(f"status: {dataset.attrs['status_message']}")
-    eq = dataset["equilibrium_window"].values
-    click.echo(f"final total window {float(dataset['window'].values[-1].sum()):.6g} packets; "
-               f"closed-form equilibrium {float(eq.sum()):.6g} packets")
+    if per_flow:
+        eq = dataset["equilibrium_window"].values
+        click.echo(f"final total window {float(dataset['window'].values[-1].sum()):.6g} packets; "
+                   f"closed-form equilibrium {float(eq.sum()):.6g} packets")
+    else:
+        name = dataset.attrs["observed_state"]
+        click.echo(f"final {name} {float(dataset[name].values[-1]):.6g} {dataset[name].attrs.get('units', '')}; "
+                   f"equilibrium {float(dataset['equilibrium_' + name]):.6g}")
     click.echo(f"wrote {data_path} and {figure_path}")
 
 

@@ -68,7 +68,10 @@ def _label(dataset: xr.Dataset, dim: str) -> str:
 
 
 def timeseries_figure(dataset: xr.Dataset, path: str | Path | None = None):
-    """Windows, rates and load factor of a `fluidcc simulate` dataset over time."""
+    """Windows, rates and load factor of a `fluidcc simulate` dataset over time (per-flow models),
+    or every state with its equilibrium (aggregate models)."""
+    if "window" not in dataset:
+        return _aggregate_timeseries(dataset, path)
     fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True, constrained_layout=True)
     t = dataset["time"].values
     for name, ax, label in (("window", axes[0], "window [packets]"), ("rate", axes[1], "rate [packets/s]")):
@@ -85,6 +88,26 @@ def timeseries_figure(dataset: xr.Dataset, path: str | Path | None = None):
     axes[2].set_ylabel("load factor rho")
     axes[2].set_xlabel("time [s]")
     axes[0].set_title(dataset.attrs.get("title", "simulation"))
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig
+
+
+def _aggregate_timeseries(dataset: xr.Dataset, path):
+    names = [n for n in dataset.data_vars if not n.startswith("equilibrium_")]
+    fig, axes = plt.subplots(len(names), 1, figsize=(9, 2.8 * len(names)), sharex=True, constrained_layout=True,
+                             squeeze=False)
+    t = dataset["time"].values
+    for ax, name in zip(axes[:, 0], names):
+        ax.plot(t, dataset[name].values, lw=0.9)
+        if "equilibrium_" + name in dataset:
+            ax.axhline(float(dataset["equilibrium_" + name]), color="k", ls=":", lw=0.8, label="equilibrium")
+            ax.legend(loc="best", fontsize=8)
+        unit = dataset[name].attrs.get("units", "")
+        ax.set_ylabel(f"{name} [{unit}]" if unit else name)
+    axes[-1, 0].set_xlabel("time [s]")
+    axes[0, 0].set_title(dataset.attrs.get("title", "simulation"))
     if path is not None:
         fig.savefig(path, dpi=120)
         plt.close(fig)

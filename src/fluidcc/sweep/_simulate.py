@@ -36,6 +36,12 @@ def simulate(
     entry = get_model(model)
     merged = entry.defaults()
     merged.update(values or {})
+    if entry.flow is None:
+        if rtts is not None:
+            raise ParameterError("--rtts", rtts, f"per-flow RTTs only for models with per-flow state; {model} is "
+                                 "an aggregate model: set its delay with --set rtt=...")
+        return _simulate_aggregate(entry, merged, duration_s=duration_s, saves_per_rtt=saves_per_rtt,
+                                   steps_per_delay=steps_per_delay, rtol=rtol, command=command)
     if rtts is None:
         flows = int(round(merged["flows"]))
         if flows < 1 or flows != merged["flows"]:
@@ -66,23 +72,51 @@ def simulate(
             "equilibrium_rate": (("flow",), np.asarray(equilibrium["flow_rate"])[0], {"units": "packets/s"}),
         },
         coords={"time": ("time", times, {"units": "s"}), "flow": flows, "rtt": ("flow", rtts, {"units": "s"})},
-        attrs={
-            "title": f"fluidcc simulation of {model}",
-            "model": model,
-            "fluidcc_version": __version__,
-            "jax_version": jax.__version__,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "command": command,
-            "parameters_si": json.dumps(merged, sort_keys=True),
-            "status": int(solution.status[0]),
-            "status_message": str(solution.messages[0]) or "ok",
-            "solver": "rk4",
-            "solver_steps_per_delay": int(solution.steps_per_delay[0]),
-            "solver_rtol": rtol if rtol is not None else "none",
-            "seed": "none (deterministic)",
-        },
+        attrs=_provenance(model, merged, solution, rtol, command),
     )
     return dataset
+
+
+def _provenance(model, merged, solution, rtol, command) -> dict:
+    return {
+        "title": f"fluidcc simulation of {model}",
+        "model": model,
+        "fluidcc_version": __version__,
+        "jax_version": jax.__version__,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+        "parameters_si": json.dumps(merged, sort_keys=True),
+        "status": int(solution.status[0]),
+        "status_message": str(solution.messages[0]) or "ok",
+        "solver": "rk4",
+        "solver_steps_per_delay": int(solution.steps_per_delay[0]),
+        "solver_rtol": rtol if rtol is not None else "none",
+        "seed": "none (deterministic)",
+    }
+
+
+def _simulate_aggregate(entry, merged, *, duration_s, saves_per_rtt, steps_per_delay, rtol, command) -> xr.Dataset:
+    """One point of an aggregate model: every state component over time, with its equilibrium."""
+    system, params = entry.aggregate({k: np.asarray([v]) for k, v in merged.items()})
+    delay = float(merged[entry.delay_parameter])
+    duration = float(duration_s) if duration_s is not None else 200.0 * delay
+    if not (np.isfinite(duration) and duration > 0):
+        raise ParameterError("duration", duration_s, "a horizon > 0 s")
+    if saves_per_rtt < 1:
+        raise ParameterError("saves_per_rtt", saves_per_rtt, "a whole number >= 1")
+    step = delay / saves_per_rtt
+    times = np.arange(int(np.floor(duration / step + 1e-9)) + 1) * step
+    solution = solve(system, params, duration, times, steps_per_delay=steps_per_delay, rtol=rtol,
+                     max_steps_per_delay=max(256, steps_per_delay))
+    equilibrium = np.asarray(system.equilibrium_state(params))[0]
+    data = {}
+    for i, name in enumerate(solution.state_names):
+        unit = entry.observed_unit if name == entry.observed else ("packets" if name == "queue" else "")
+        data[name] = (("time",), solution.ys[0, :, i], {"units": unit})
+        data["equilibrium_" + name] = ((), float(equilibrium[i]), {"units": unit, "long_name": f"equilibrium {name}"})
+    attrs = _provenance(entry.name, merged, solution, rtol, command)
+    attrs["observed_state"] = entry.observed
+    return xr.Dataset(data, coords={"time": ("time", times, {"units": "s"})}, attrs=attrs)
 
 
 def _load_factor(times, windows, rtts, values, initial_window):
