@@ -34,3 +34,13 @@ def test_thresholds_are_checked_and_exported():
         assert "final_fraction = 0" in str(error)
     else:
         raise AssertionError("a zero final fraction was accepted")
+
+
+def test_a_trajectory_stuck_away_from_equilibrium_is_neither_oscillating_nor_converging():
+    t = np.linspace(0, 100, 1001)
+    values = np.stack([
+        np.full_like(t, 1e-9),  # a rate that collapsed to (almost) 0: no motion, far from x* = 1
+        1 + 0.5 * np.exp(-t / 400),  # a slow monotone approach: still converging
+    ])
+    result = classify(t, values, np.ones(2))
+    assert result.behaviour.tolist() == [Behaviour.TRANSIENT, Behaviour.CONVERGING]

@@ -5,13 +5,16 @@ point's equilibrium x* over a final window of the horizon. With d(t) = x(t)/x* -
 
 * ``converged``: max |d| over the final window <= `converged_rtol`;
 * ``oscillating`` (sustained oscillation): not converged, and the half-amplitude of d over the
-  second half of the final window is at least `sustained_ratio` times that over its first half;
+  second half of the final window is at least `sustained_ratio` times that over its first half
+  and above `converged_rtol`;
   the amplitude (relative half peak-to-peak) and the period are reported;
 * ``converging``: not converged yet, but the oscillation is dying out and the trajectory is
   near the equilibrium (max |d| <= `transient_deviation`; a longer horizon may converge);
 * ``transient``: neither converged nor sustained, and still far from the equilibrium
-  (max |d| > `transient_deviation`) at the end of the horizon: the start-up excursion has not
-  died out yet, and the horizon is too short to tell (`run_sweep` extends it for such points);
+  (max |d| > `transient_deviation`) at the end of the horizon, or not moving towards it (its
+  half-amplitude is not shrinking, e.g. a rate stuck at 0): the start-up excursion has not
+  died out yet, or the point settled elsewhere; the horizon is too short to tell (`run_sweep`
+  extends it for such points);
 * ``overflow``: the solver reported that a state exceeded float64 (status OVERFLOW);
 * ``diverged``: the solver reported a non-finite state, or the trajectory left every bound
   (d is not finite).
@@ -111,8 +114,11 @@ def classify(
     behaviour = np.full(size, Behaviour.CONVERGING, dtype=np.int8)
     finite = np.all(np.isfinite(window), axis=1)
     converged = finite & (deviation <= thresholds.converged_rtol)
-    sustained = finite & ~converged & (second >= thresholds.sustained_ratio * first)
-    transient = finite & ~converged & ~sustained & (deviation > thresholds.transient_deviation)
+    persisting = second >= thresholds.sustained_ratio * first
+    sustained = finite & ~converged & persisting & (second > thresholds.converged_rtol)
+    # Neither settling nor oscillating: far from the equilibrium, or stuck away from it (a motion
+    # that neither shrinks nor oscillates, such as a rate that collapsed to 0).
+    transient = finite & ~converged & ~sustained & ((deviation > thresholds.transient_deviation) | persisting)
     behaviour[converged] = Behaviour.CONVERGED
     behaviour[sustained] = Behaviour.OSCILLATING
     behaviour[transient] = Behaviour.TRANSIENT
