@@ -11,10 +11,9 @@ point's equilibrium x* over a final window of the horizon. With d(t) = x(t)/x* -
 * ``converging``: not converged yet, but the oscillation is dying out and the trajectory is
   near the equilibrium (max |d| <= `transient_deviation`; a longer horizon may converge);
 * ``transient``: neither converged nor sustained, and still far from the equilibrium
-  (max |d| > `transient_deviation`) at the end of the horizon, or not moving towards it (its
-  half-amplitude is not shrinking, e.g. a rate stuck at 0): the start-up excursion has not
-  died out yet, or the point settled elsewhere; the horizon is too short to tell (`run_sweep`
-  extends it for such points);
+  (max |d| > `transient_deviation`) at the end of the horizon, or not getting closer (e.g. a
+  rate stuck at 0): the start-up excursion has not died out yet, or the point settled
+  elsewhere; the horizon is too short to tell (`run_sweep` extends it for such points);
 * ``overflow``: the solver reported that a state exceeded float64 (status OVERFLOW);
 * ``diverged``: the solver reported a non-finite state, or the trajectory left every bound
   (d is not finite).
@@ -111,14 +110,19 @@ def classify(
         first = 0.5 * (np.max(window[:, :half], axis=1) - np.min(window[:, :half], axis=1)) if half else deviation
         second = 0.5 * (np.max(window[:, half:], axis=1) - np.min(window[:, half:], axis=1))
 
+    period = np.array([_period(window_t[i, half:], window[i, half:]) for i in range(size)])
+    with np.errstate(invalid="ignore"):
+        approaching = np.max(np.abs(window[:, half:]), axis=1) < (np.max(np.abs(window[:, :half]), axis=1)
+                                                                  if half else np.inf)
+
     behaviour = np.full(size, Behaviour.CONVERGING, dtype=np.int8)
     finite = np.all(np.isfinite(window), axis=1)
     converged = finite & (deviation <= thresholds.converged_rtol)
-    persisting = second >= thresholds.sustained_ratio * first
-    sustained = finite & ~converged & persisting & (second > thresholds.converged_rtol)
-    # Neither settling nor oscillating: far from the equilibrium, or stuck away from it (a motion
-    # that neither shrinks nor oscillates, such as a rate that collapsed to 0).
-    transient = finite & ~converged & ~sustained & ((deviation > thresholds.transient_deviation) | persisting)
+    sustained = (finite & ~converged & np.isfinite(period) & (second >= thresholds.sustained_ratio * first)
+                 & (second > thresholds.converged_rtol))
+    # Neither settled nor oscillating: far from the equilibrium, or not getting closer to it (such
+    # as a rate that collapsed to 0 and stays there).
+    transient = finite & ~converged & ~sustained & ((deviation > thresholds.transient_deviation) | ~approaching)
     behaviour[converged] = Behaviour.CONVERGED
     behaviour[sustained] = Behaviour.OSCILLATING
     behaviour[transient] = Behaviour.TRANSIENT
@@ -128,7 +132,6 @@ def classify(
         behaviour[status == Status.NONFINITE] = Behaviour.DIVERGED
         behaviour[status == Status.OVERFLOW] = Behaviour.OVERFLOW
     amplitude = np.where(finite, second, np.nan)
-    period = np.array([_period(window_t[i, half:], window[i, half:]) for i in range(size)])
     period[behaviour != Behaviour.OSCILLATING] = np.nan
     return Classification(behaviour, amplitude, period, np.where(finite, deviation, np.inf))
 
