@@ -25,11 +25,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..dde import DDESystem
 from ..dde._system import JAX_OPS, projected_rate
-from ..errors import ParameterError
 from ._params import broadcast_batch, require_nonnegative, require_positive, require_whole
-from .xcp import QUEUE_MODES
+from ._queue import QueueModel
 
 
 @jax.tree_util.register_dataclass
@@ -70,15 +68,11 @@ def aggregate_params(*, capacity_pps, rtt_s, n_flows, alpha=0.1, beta=1.0, initi
 
 
 @dataclass(frozen=True)
-class RCPAggregate(DDESystem):
+class RCPAggregate(QueueModel):
     """The fluid form of eq. (2); state (rate R per flow [packets/s], queue q [packets])."""
 
     queue: str = "projected"
     name = "rcp_aggregate"
-
-    def __post_init__(self):
-        if self.queue not in QUEUE_MODES:
-            raise ParameterError("queue", self.queue, f"one of {', '.join(QUEUE_MODES)}")
 
     def state_size(self, params) -> int:
         return 2
@@ -90,7 +84,7 @@ class RCPAggregate(DDESystem):
         return (True, False)
 
     def nonnegative_components(self, params) -> tuple[bool, ...]:
-        return (False, self.queue == "projected")
+        return (False, self.projected)
 
     def delay_terms(self, params) -> list:
         return [params.rtt_s]
@@ -105,7 +99,7 @@ class RCPAggregate(DDESystem):
         d, capacity = params.rtt_s, params.capacity_pps
         d_rate = rate / (capacity * d) * (params.alpha * (capacity - arrival) - params.beta * queue / d)
         excess = arrival - capacity
-        d_queue = projected_rate(queue, excess, ops) if self.queue == "projected" else excess
+        d_queue = projected_rate(queue, excess, ops) if self.projected else excess
         return [d_rate, d_queue]
 
     def vector_field_log(self, t, z, z_delayed, params, log_mask):
@@ -125,6 +119,3 @@ class RCPAggregate(DDESystem):
         rate = np.asarray(params.capacity_pps, dtype=np.float64) / np.asarray(params.n_flows, dtype=np.float64)
         rate = rate.reshape(-1)
         return np.stack([rate, np.zeros_like(rate)], axis=1)
-
-    def linearizable(self) -> "RCPAggregate":
-        return RCPAggregate(queue="linear")

@@ -28,12 +28,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..dde import DDESystem
 from ..dde._system import projected_rate
-from ..errors import ParameterError
 from ._params import broadcast_batch, require_nonnegative, require_positive
-
-QUEUE_MODES = ("linear", "projected")
+from ._queue import QueueModel
 
 
 @jax.tree_util.register_dataclass
@@ -79,7 +76,7 @@ def aggregate_params(*, capacity_pps, rtt_s, alpha=0.4, beta=0.226, initial_load
 
 
 @dataclass(frozen=True)
-class EfficiencyLoop(DDESystem):
+class EfficiencyLoop(QueueModel):
     """The aggregate loop above; state (queue q [packets], input rate y [packets/s]).
 
     queue: "linear" (q' = y - C, may go negative) or "projected" (q kept >= 0).
@@ -88,10 +85,6 @@ class EfficiencyLoop(DDESystem):
     queue: str = "linear"
     name = "efficiency_loop"
 
-    def __post_init__(self):
-        if self.queue not in QUEUE_MODES:
-            raise ParameterError("queue", self.queue, f"one of {', '.join(QUEUE_MODES)}")
-
     def state_size(self, params) -> int:
         return 2
 
@@ -99,7 +92,7 @@ class EfficiencyLoop(DDESystem):
         return ["queue", "rate"]
 
     def nonnegative_components(self, params) -> tuple[bool, ...]:
-        return (self.queue == "projected", False)
+        return (self.projected, False)
 
     def delay_terms(self, params) -> list:
         return [params.rtt_s]
@@ -113,7 +106,7 @@ class EfficiencyLoop(DDESystem):
         d, capacity = params.rtt_s, params.capacity_pps
         d_rate = -(params.alpha / d) * (rate_delayed - capacity) - (params.beta / d**2) * queue_delayed
         excess = rate - capacity
-        d_queue = projected_rate(queue, excess, ops) if self.queue == "projected" else excess
+        d_queue = projected_rate(queue, excess, ops) if self.projected else excess
         return [d_queue, d_rate]
 
     def validate(self, params) -> None:
@@ -123,9 +116,6 @@ class EfficiencyLoop(DDESystem):
         """(q*, y*) = (0, C) for every point, shape (B, 2)."""
         capacity = np.asarray(params.capacity_pps, dtype=np.float64).reshape(-1)
         return np.stack([np.zeros_like(capacity), capacity], axis=1)
-
-    def linearizable(self) -> "EfficiencyLoop":
-        return type(self)(queue="linear")
 
 
 @dataclass(frozen=True)
