@@ -300,7 +300,8 @@ def _error(z_fine: np.ndarray, z_coarse: np.ndarray, log_mask: tuple[bool, ...])
     """Richardson estimate of the fine solution's max error per point (order 4: difference / 15)."""
     mask = np.asarray(log_mask)
     scale = np.where(mask, 1.0, np.maximum(np.nanmax(np.abs(z_fine), axis=1, keepdims=True), 1e-300))
-    diff = np.abs(z_fine - z_coarse) / scale / 15.0
+    with np.errstate(invalid="ignore", over="ignore"):  # non-finite points count as inf below
+        diff = np.abs(z_fine - z_coarse) / scale / 15.0
     diff = np.where(np.isfinite(z_fine) & np.isfinite(z_coarse), diff, np.inf)
     return np.max(diff, axis=(1, 2))
 
