@@ -14,19 +14,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from textwrap import dedent
 
 import nbformat
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cells import build, write  # noqa: E402
+from _cells import code as _code  # noqa: E402
+from _cells import md as _md  # noqa: E402
+
 NOTEBOOK_PATH = Path(__file__).resolve().with_name("miaimd_quickstart.ipynb")
-
-
-def _md(text: str) -> tuple[str, str]:
-    return ("markdown", dedent(text).strip("\n"))
-
-
-def _code(text: str) -> tuple[str, str]:
-    return ("code", dedent(text).strip("\n"))
 
 
 CELLS = [
@@ -323,29 +319,11 @@ CELLS = [
 
 def build_notebook() -> nbformat.NotebookNode:
     """The notebook, outputs cleared, with fixed cell ids (so the file is reproducible)."""
-    cells = []
-    for index, (kind, source) in enumerate(CELLS):
-        cell_id = f"cell-{index:02d}"
-        if kind == "markdown":
-            cells.append(nbformat.v4.new_markdown_cell(source, id=cell_id))
-        else:
-            cells.append(nbformat.v4.new_code_cell(source, id=cell_id))
-    notebook = nbformat.v4.new_notebook(
-        cells=cells,
-        metadata={
-            "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
-            "language_info": {"name": "python"},
-        },
-    )
-    nbformat.validate(notebook)
-    return notebook
+    return build(CELLS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    path = Path(argv[0]) if argv else NOTEBOOK_PATH
-    nbformat.write(build_notebook(), path)
-    print(f"wrote {path}")
-    return 0
+    return write(build_notebook(), NOTEBOOK_PATH, argv or [])
 
 
 if __name__ == "__main__":
