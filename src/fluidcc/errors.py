@@ -38,6 +38,10 @@ class UnitError(ParameterError):
     """A quantity with a unit suffix that cannot be read or does not fit the field."""
 
 
+class NetworkError(ParameterError):
+    """A network description that cannot be used: its field names the link or flow at fault."""
+
+
 class SolverError(FluidccError, RuntimeError):
     """The solver could not run at all (not a failing point: those are statuses)."""
 

@@ -1,0 +1,469 @@
+"""One network description for every layer: links, flows, routes, RTTs, weights.
+
+A `Network` is built in Python or loaded from a TOML or JSON file, and the same object goes to
+`fluidcc.maxmin`, to the network fluid models (MIAIMD, XCP, iXCP) and to the packet simulator,
+so their answers can be compared flow by flow.
+
+File format (TOML shown; JSON has the same keys)::
+
+    packet_bytes = 1000            # optional, for unit strings such as "155Mbps"
+
+    [[links]]
+    name = "a"
+    capacity = "155Mbps"           # or a number in packets/s
+    delay = "20ms"                 # one-way propagation delay (number: seconds), default 0
+    buffer = 500                   # packets, optional (default: none given)
+
+    [[flows]]
+    name = "short"
+    route = ["a"]                  # ordered list of link names
+    access_delay = "0ms"           # one-way delay outside the listed links, default 0
+    weight = 1                     # weighted max-min weight, default 1
+    start = "0s"                   # default 0
+    stop = "40s"                   # default: never
+    demand = "10Mbps"              # optional cap on the flow's rate (max-min with demands)
+    count = 1                      # optional: this many identical flows (names "short[0]", ...)
+
+Units inside are SI: capacities and demands in packets per second, delays and times in seconds.
+A flow's round-trip time is 2 (access delay + sum of its links' one-way delays): the reverse path
+is taken to have the same delays and no queues.
+
+Validation raises `fluidcc.errors.NetworkError` (a `ParameterError`) naming the offending link or
+flow: unknown link in a route, empty route, repeated link in a route, capacity <= 0, negative
+delay or buffer, weight <= 0, stop before start, duplicate names.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .errors import NetworkError, UnitError
+from .units import DEFAULT_PACKET_BYTES, parse_number, parse_rate, parse_time
+
+
+@dataclass(frozen=True)
+class Link:
+    """A unidirectional link.
+
+    name: unique name; capacity_pps: capacity in packets/s, > 0; delay_s: one-way propagation
+    delay in seconds, >= 0; buffer_packets: buffer size in packets (None: not given, the packet
+    simulator then uses one bandwidth-delay product).
+    """
+
+    name: str
+    capacity_pps: float
+    delay_s: float = 0.0
+    buffer_packets: float | None = None
+
+    def __post_init__(self):
+        where = f"link {self.name!r}"
+        if not isinstance(self.name, str) or not self.name:
+            raise NetworkError("links.name", self.name, "a non-empty string")
+        _require(math.isfinite(self.capacity_pps) and self.capacity_pps > 0, where, "capacity",
+                 self.capacity_pps, "a finite capacity > 0 packets/s")
+        _require(math.isfinite(self.delay_s) and self.delay_s >= 0, where, "delay", self.delay_s,
+                 "a finite one-way delay >= 0 s")
+        if self.buffer_packets is not None:
+            _require(math.isfinite(self.buffer_packets) and self.buffer_packets >= 0, where, "buffer",
+                     self.buffer_packets, "a finite buffer >= 0 packets")
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A flow along an ordered route of links.
+
+    name: unique name; route: link names in the order the packets cross them (non-empty, no
+    link twice); access_delay_s: one-way delay outside the listed links, seconds, >= 0;
+    weight: weight in weighted max-min fairness, > 0; start_s / stop_s: when the flow sends,
+    seconds (stop_s = inf: until the end), stop after start; demand_pps: the most the flow
+    wants to send, packets/s (inf: no cap).
+    """
+
+    name: str
+    route: tuple[str, ...]
+    access_delay_s: float = 0.0
+    weight: float = 1.0
+    start_s: float = 0.0
+    stop_s: float = math.inf
+    demand_pps: float = math.inf
+
+    def __post_init__(self):
+        where = f"flow {self.name!r}"
+        if not isinstance(self.name, str) or not self.name:
+            raise NetworkError("flows.name", self.name, "a non-empty string")
+        if isinstance(self.route, str):
+            object.__setattr__(self, "route", (self.route,))
+        object.__setattr__(self, "route", tuple(self.route))
+        _require(len(self.route) > 0, where, "route", list(self.route), "a non-empty list of link names")
+        seen = set()
+        for link in self.route:
+            _require(link not in seen, where, "route", list(self.route),
+                     f"each link at most once (link {link!r} is repeated)")
+            seen.add(link)
+        _require(math.isfinite(self.access_delay_s) and self.access_delay_s >= 0, where, "access_delay",
+                 self.access_delay_s, "a finite one-way delay >= 0 s")
+        _require(math.isfinite(self.weight) and self.weight > 0, where, "weight", self.weight,
+                 "a finite weight > 0")
+        _require(math.isfinite(self.start_s) and self.start_s >= 0, where, "start", self.start_s,
+                 "a finite start time >= 0 s")
+        _require(not math.isnan(self.stop_s) and self.stop_s > self.start_s, where, "stop", self.stop_s,
+                 f"a stop time after the start ({self.start_s} s)")
+        _require(not math.isnan(self.demand_pps) and self.demand_pps > 0, where, "demand", self.demand_pps,
+                 "a demand > 0 packets/s (inf: no cap)")
+
+
+@dataclass(frozen=True)
+class Network:
+    """Links and the flows routed over them. Immutable and hashable (models keep it as static data).
+
+    Build it from `Link` and `Flow` objects, from a mapping (`Network.from_dict`) or from a file
+    (`Network.load`). Flows and links keep the order they are given in; arrays over flows or links
+    use that order.
+    """
+
+    links: tuple[Link, ...]
+    flows: tuple[Flow, ...]
+    _link_index: Mapping[str, int] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "links", tuple(self.links))
+        object.__setattr__(self, "flows", tuple(self.flows))
+        if not self.links:
+            raise NetworkError("links", [], "at least one link")
+        if not self.flows:
+            raise NetworkError("flows", [], "at least one flow")
+        index: dict[str, int] = {}
+        for i, link in enumerate(self.links):
+            if not isinstance(link, Link):
+                raise NetworkError(f"links[{i}]", link, "a fluidcc.network.Link")
+            if link.name in index:
+                raise NetworkError("links.name", link.name, "unique link names (this one is repeated)")
+            index[link.name] = i
+        names = set()
+        for i, flow in enumerate(self.flows):
+            if not isinstance(flow, Flow):
+                raise NetworkError(f"flows[{i}]", flow, "a fluidcc.network.Flow")
+            if flow.name in names:
+                raise NetworkError("flows.name", flow.name, "unique flow names (this one is repeated)")
+            names.add(flow.name)
+            for link in flow.route:
+                if link not in index:
+                    raise NetworkError(f"flow {flow.name!r}: route", link,
+                                       f"a link of the network ({', '.join(sorted(index))})")
+        object.__setattr__(self, "_link_index", index)
+
+    # ----------------------------------------------------------------------------------- sizes
+    @property
+    def n_links(self) -> int:
+        return len(self.links)
+
+    @property
+    def n_flows(self) -> int:
+        return len(self.flows)
+
+    @property
+    def link_names(self) -> list[str]:
+        return [link.name for link in self.links]
+
+    @property
+    def flow_names(self) -> list[str]:
+        return [flow.name for flow in self.flows]
+
+    def link_index(self, name: str) -> int:
+        """Position of link `name` in `links`."""
+        try:
+            return self._link_index[name]
+        except KeyError:
+            raise NetworkError("link", name, f"a link of the network ({', '.join(self.link_names)})") from None
+
+    def flow_index(self, name: str) -> int:
+        """Position of flow `name` in `flows`."""
+        for i, flow in enumerate(self.flows):
+            if flow.name == name:
+                return i
+        raise NetworkError("flow", name, f"a flow of the network ({', '.join(self.flow_names)})")
+
+    # ---------------------------------------------------------------------------------- arrays
+    @property
+    def routing_matrix(self) -> np.ndarray:
+        """R of shape (L, N): R[l, i] = 1 when flow i crosses link l (float64)."""
+        matrix = np.zeros((self.n_links, self.n_flows))
+        for i, flow in enumerate(self.flows):
+            for name in flow.route:
+                matrix[self._link_index[name], i] = 1.0
+        return matrix
+
+    @property
+    def capacities_pps(self) -> np.ndarray:
+        """Link capacities in packets/s, shape (L,)."""
+        return np.array([link.capacity_pps for link in self.links])
+
+    @property
+    def link_delays_s(self) -> np.ndarray:
+        """One-way propagation delays of the links in seconds, shape (L,)."""
+        return np.array([link.delay_s for link in self.links])
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Max-min weights of the flows, shape (N,)."""
+        return np.array([flow.weight for flow in self.flows])
+
+    @property
+    def demands_pps(self) -> np.ndarray:
+        """Demand caps of the flows in packets/s (inf: no cap), shape (N,)."""
+        return np.array([flow.demand_pps for flow in self.flows])
+
+    @property
+    def start_s(self) -> np.ndarray:
+        return np.array([flow.start_s for flow in self.flows])
+
+    @property
+    def stop_s(self) -> np.ndarray:
+        return np.array([flow.stop_s for flow in self.flows])
+
+    @property
+    def rtt_s(self) -> np.ndarray:
+        """Round-trip propagation delay of each flow in seconds, shape (N,):
+        2 (access delay + sum of the one-way delays of its links)."""
+        delays = self.link_delays_s
+        return np.array([2.0 * (flow.access_delay_s + sum(delays[self._link_index[n]] for n in flow.route))
+                         for flow in self.flows])
+
+    def route_indices(self, flow: int | str) -> list[int]:
+        """Link positions on a flow's route, in the order crossed."""
+        i = self.flow_index(flow) if isinstance(flow, str) else flow
+        return [self._link_index[name] for name in self.flows[i].route]
+
+    def flows_on(self, link: int | str) -> list[int]:
+        """Positions of the flows that cross a link."""
+        l = self.link_index(link) if isinstance(link, str) else link
+        name = self.links[l].name
+        return [i for i, flow in enumerate(self.flows) if name in flow.route]
+
+    def active(self, t: float) -> np.ndarray:
+        """Which flows send at time t (seconds): start <= t < stop, bool shape (N,)."""
+        return (self.start_s <= t) & (t < self.stop_s)
+
+    def phases(self) -> list[tuple[float, float]]:
+        """The intervals [t_k, t_{k+1}) between consecutive start and stop times (last one open)."""
+        times = sorted({0.0, *self.start_s.tolist(), *(s for s in self.stop_s.tolist() if math.isfinite(s))})
+        return list(zip(times, times[1:] + [math.inf]))
+
+    def link_load(self, rates_pps) -> np.ndarray:
+        """Traffic offered to each link, packets/s: R @ rates (rates shape (..., N) -> (..., L))."""
+        return np.asarray(rates_pps, dtype=np.float64) @ self.routing_matrix.T
+
+    def utilization(self, rates_pps) -> np.ndarray:
+        """Offered traffic over capacity per link, shape (..., L)."""
+        return self.link_load(rates_pps) / self.capacities_pps
+
+    def bottlenecks(self, rates_pps, rtol: float = 1e-9) -> list[list[int]]:
+        """Each flow's bottleneck links under an allocation (the max-min characterization).
+
+        Link l is a bottleneck of flow i when it is saturated (load >= capacity (1 - rtol)) and
+        no flow on it has a larger weighted rate rate_j / weight_j than flow i (within rtol).
+        A flow held at its demand has none. Returns a list of link positions per flow.
+        """
+        rates = np.asarray(rates_pps, dtype=np.float64)
+        if rates.shape != (self.n_flows,):
+            raise NetworkError("rates", f"shape {rates.shape}", f"one rate per flow, shape ({self.n_flows},)")
+        load = self.link_load(rates)
+        saturated = load >= self.capacities_pps * (1.0 - rtol)
+        share = rates / self.weights
+        result = []
+        for i in range(self.n_flows):
+            found = []
+            for l in self.route_indices(i):
+                others = self.flows_on(l)
+                if saturated[l] and share[i] >= max(share[others]) * (1.0 - rtol):
+                    found.append(l)
+            result.append(found)
+        return result
+
+    def replace(self, *, capacities_pps: Sequence[float] | None = None, flows: Iterable[Flow] | None = None,
+                links: Iterable[Link] | None = None) -> "Network":
+        """A copy with new link capacities (in link order), new flows or new links."""
+        new_links = tuple(links) if links is not None else self.links
+        if capacities_pps is not None:
+            caps = list(capacities_pps)
+            if len(caps) != len(new_links):
+                raise NetworkError("capacities", f"{len(caps)} values", f"one capacity per link ({len(new_links)})")
+            new_links = tuple(Link(l.name, float(c), l.delay_s, l.buffer_packets) for l, c in zip(new_links, caps))
+        return Network(new_links, tuple(flows) if flows is not None else self.flows)
+
+    # ------------------------------------------------------------------------------- files
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Network":
+        """Build from a mapping with the keys of the file format (module docstring)."""
+        if not isinstance(data, Mapping):
+            raise NetworkError("network", type(data).__name__, "a table with 'links' and 'flows'")
+        unknown = set(data) - {"links", "flows", "packet_bytes", "name", "description"}
+        if unknown:
+            raise NetworkError("network", sorted(unknown)[0], "keys among links, flows, packet_bytes, name, description")
+        packet_bytes = int(data.get("packet_bytes", DEFAULT_PACKET_BYTES))
+        if packet_bytes <= 0:
+            raise NetworkError("packet_bytes", packet_bytes, "a whole number of bytes > 0")
+        links = [_link_from(entry, i, packet_bytes) for i, entry in enumerate(_list(data, "links"))]
+        flows: list[Flow] = []
+        for i, entry in enumerate(_list(data, "flows")):
+            flows.extend(_flows_from(entry, i, packet_bytes))
+        return cls(tuple(links), tuple(flows))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Network":
+        """Read a network from a .toml or .json file."""
+        path = Path(path)
+        if not path.is_file():
+            raise NetworkError("network file", str(path), "an existing .toml or .json file")
+        suffix = path.suffix.lower()
+        try:
+            if suffix == ".toml":
+                data = _toml_loads(path.read_text())
+            elif suffix == ".json":
+                data = json.loads(path.read_text())
+            else:
+                raise NetworkError("network file", str(path), "a file ending in .toml or .json")
+        except (ValueError, TypeError) as error:
+            if isinstance(error, NetworkError):
+                raise
+            raise NetworkError("network file", str(path), f"valid {suffix[1:].upper()} ({error})") from None
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file format's mapping in SI numbers (packets/s, seconds); inverse of `from_dict`."""
+        links = []
+        for link in self.links:
+            entry: dict[str, Any] = {"name": link.name, "capacity": link.capacity_pps, "delay": link.delay_s}
+            if link.buffer_packets is not None:
+                entry["buffer"] = link.buffer_packets
+            links.append(entry)
+        flows = []
+        for flow in self.flows:
+            entry = {"name": flow.name, "route": list(flow.route), "access_delay": flow.access_delay_s,
+                     "weight": flow.weight, "start": flow.start_s}
+            if math.isfinite(flow.stop_s):
+                entry["stop"] = flow.stop_s
+            if math.isfinite(flow.demand_pps):
+                entry["demand"] = flow.demand_pps
+            flows.append(entry)
+        return {"links": links, "flows": flows}
+
+    def save(self, path: str | Path) -> Path:
+        """Write the network as JSON (.json) or TOML (.toml)."""
+        path = Path(path)
+        data = self.to_dict()
+        if path.suffix.lower() == ".json":
+            path.write_text(json.dumps(data, indent=2) + "\n")
+        elif path.suffix.lower() == ".toml":
+            path.write_text(_toml_dumps(data))
+        else:
+            raise NetworkError("path", str(path), "a file name ending in .toml or .json")
+        return path
+
+
+# ----------------------------------------------------------------------------------- helpers
+def _require(ok: bool, where: str, field_name: str, value, allowed: str) -> None:
+    if not ok:
+        raise NetworkError(f"{where}: {field_name}", value, allowed)
+
+
+def _list(data: Mapping[str, Any], key: str) -> list:
+    value = data.get(key)
+    if not isinstance(value, list) or not value:
+        raise NetworkError(key, value, f"a non-empty list of {key} tables")
+    return value
+
+
+def _check_keys(entry: Mapping[str, Any], where: str, allowed: set[str]) -> None:
+    if not isinstance(entry, Mapping):
+        raise NetworkError(where, entry, "a table of keys")
+    unknown = set(entry) - allowed
+    if unknown:
+        raise NetworkError(f"{where}: key", sorted(unknown)[0], f"keys among {', '.join(sorted(allowed))}")
+
+
+def _quantity(parse, where: str, key: str, value, *args) -> float:
+    try:
+        return parse(f"{where}: {key}", value, *args)
+    except UnitError as error:
+        raise NetworkError(error.field, error.value, error.allowed) from None
+    except (TypeError, ValueError):
+        raise NetworkError(f"{where}: {key}", value, "a number or a string with a unit") from None
+
+
+def _link_from(entry, i: int, packet_bytes: int) -> Link:
+    where = f"link {entry.get('name', i)!r}" if isinstance(entry, Mapping) else f"links[{i}]"
+    _check_keys(entry, where, {"name", "capacity", "delay", "buffer"})
+    if "capacity" not in entry:
+        raise NetworkError(f"{where}: capacity", None, "a capacity (e.g. 100Mbps, or packets/s)")
+    buffer = entry.get("buffer")
+    return Link(
+        name=str(entry.get("name", f"link{i}")),
+        capacity_pps=_quantity(parse_rate, where, "capacity", entry["capacity"], packet_bytes),
+        delay_s=_quantity(parse_time, where, "delay", entry.get("delay", 0.0)),
+        buffer_packets=None if buffer is None else _quantity(parse_number, where, "buffer", buffer),
+    )
+
+
+def _flows_from(entry, i: int, packet_bytes: int) -> list[Flow]:
+    where = f"flow {entry.get('name', i)!r}" if isinstance(entry, Mapping) else f"flows[{i}]"
+    _check_keys(entry, where, {"name", "route", "access_delay", "weight", "start", "stop", "demand", "count"})
+    route = entry.get("route")
+    if isinstance(route, str):
+        route = [route]
+    if not isinstance(route, list) or not all(isinstance(r, str) for r in route):
+        raise NetworkError(f"{where}: route", route, "a list of link names")
+    stop = entry.get("stop")
+    demand = entry.get("demand")
+    common = dict(
+        route=tuple(route),
+        access_delay_s=_quantity(parse_time, where, "access_delay", entry.get("access_delay", 0.0)),
+        weight=_quantity(parse_number, where, "weight", entry.get("weight", 1.0)),
+        start_s=_quantity(parse_time, where, "start", entry.get("start", 0.0)),
+        stop_s=math.inf if stop is None else _quantity(parse_time, where, "stop", stop),
+        demand_pps=math.inf if demand is None else _quantity(parse_rate, where, "demand", demand, packet_bytes),
+    )
+    name = str(entry.get("name", f"flow{i}"))
+    count = entry.get("count", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise NetworkError(f"{where}: count", count, "a whole number >= 1")
+    if count == 1:
+        return [Flow(name=name, **common)]
+    return [Flow(name=f"{name}[{k}]", **common) for k in range(count)]
+
+
+def _toml_loads(text: str) -> Any:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(str(error)) from None
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return repr(value)
+
+
+def _toml_dumps(data: Mapping[str, Any]) -> str:
+    lines = []
+    for table in ("links", "flows"):
+        for entry in data[table]:
+            lines.append(f"[[{table}]]")
+            lines.extend(f"{key} = {_toml_value(value)}" for key, value in entry.items())
+            lines.append("")
+    return "\n".join(lines)
