@@ -7,7 +7,9 @@ with JAX, analysis (equilibria, stability) checked with SymPy, and a packet-leve
 from ._version import __version__ as __version__
 from . import dde as dde
 from . import errors as errors
+from . import maxmin as maxmin
 from . import models as models
+from . import network as network
 from . import units as units
 
-__all__ = ["__version__", "dde", "errors", "models", "units"]
+__all__ = ["__version__", "dde", "errors", "maxmin", "models", "network", "units"]

@@ -1,0 +1,316 @@
+"""Network: validation names the link or flow at fault; TOML/JSON files; routing, RTTs, activity."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fluidcc import scenarios
+from fluidcc.errors import NetworkError, ParameterError
+from fluidcc.network import Flow, Link, Network
+from fluidcc.units import mbps_to_pps
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "networks"
+
+
+def two_links(**flow_fields) -> Network:
+    links = (Link("a", 1000.0, 0.01), Link("b", 500.0, 0.02))
+    return Network(links, (Flow("f", ("a", "b"), **flow_fields), Flow("g", ("b",))))
+
+
+def spec(links=None, flows=None, **top) -> dict:
+    """A small file-format mapping; `links` / `flows` replace the defaults."""
+    return {
+        "links": links if links is not None else [{"name": "a", "capacity": "10Mbps", "delay": "5ms"}],
+        "flows": flows if flows is not None else [{"name": "f", "route": ["a"]}],
+        **top,
+    }
+
+
+# ------------------------------------------------------------------------------- validation
+@pytest.mark.parametrize(
+    "build, field, value",
+    [
+        (lambda: Network((Link("a", 1.0),), (Flow("f", ("a", "zz")),)), "flow 'f': route", "zz"),
+        (lambda: Flow("f", ()), "flow 'f': route", []),
+        (lambda: Flow("f", ("a", "b", "a")), "flow 'f': route", ["a", "b", "a"]),
+        (lambda: Link("a", 0.0), "link 'a': capacity", 0.0),
+        (lambda: Link("a", -5.0), "link 'a': capacity", -5.0),
+        (lambda: Link("a", math.inf), "link 'a': capacity", math.inf),
+        (lambda: Link("a", 1.0, -0.001), "link 'a': delay", -0.001),
+        (lambda: Link("a", 1.0, 0.0, -1.0), "link 'a': buffer", -1.0),
+        (lambda: Flow("f", ("a",), access_delay_s=-1.0), "flow 'f': access_delay", -1.0),
+        (lambda: Flow("f", ("a",), weight=0.0), "flow 'f': weight", 0.0),
+        (lambda: Flow("f", ("a",), weight=-2.0), "flow 'f': weight", -2.0),
+        (lambda: Flow("f", ("a",), start_s=5.0, stop_s=3.0), "flow 'f': stop", 3.0),
+        (lambda: Flow("f", ("a",), start_s=5.0, stop_s=5.0), "flow 'f': stop", 5.0),
+        (lambda: Flow("f", ("a",), start_s=-1.0), "flow 'f': start", -1.0),
+        (lambda: Flow("f", ("a",), demand_pps=0.0), "flow 'f': demand", 0.0),
+        (lambda: Network((Link("a", 1.0), Link("a", 2.0)), (Flow("f", ("a",)),)), "links.name", "a"),
+        (lambda: Network((Link("a", 1.0),), (Flow("f", ("a",)), Flow("f", ("a",)))), "flows.name", "f"),
+        (lambda: Network((), (Flow("f", ("a",)),)), "links", []),
+        (lambda: Network((Link("a", 1.0),), ()), "flows", []),
+    ],
+)
+def test_invalid_objects_raise_naming_the_link_or_flow(build, field, value):
+    with pytest.raises(NetworkError) as caught:
+        build()
+    assert caught.value.field == field
+    assert caught.value.value == value
+    assert field in str(caught.value) and "is not allowed" in str(caught.value)
+
+
+def test_network_error_is_a_parameter_error_and_a_value_error():
+    with pytest.raises(ParameterError):
+        Link("a", 0.0)
+    with pytest.raises(ValueError):
+        Link("a", 0.0)
+
+
+def test_the_unknown_link_error_lists_the_network_links():
+    with pytest.raises(NetworkError, match=r"a link of the network \(a, b\)"):
+        Network((Link("a", 1.0), Link("b", 1.0)), (Flow("f", ("c",)),))
+
+
+@pytest.mark.parametrize(
+    "data, field, value",
+    [
+        (spec(links=[{"name": "a", "capacity": "10parsecs"}]), "link 'a': capacity", "10parsecs"),
+        (spec(links=[{"name": "a", "capacity": "10Mbps", "delay": "5Mbps"}]), "link 'a': delay", "5Mbps"),
+        (spec(links=[{"name": "a", "capacity": "ten"}]), "link 'a': capacity", "ten"),
+        (spec(flows=[{"name": "f", "route": ["a"], "start": "3kg"}]), "flow 'f': start", "3kg"),
+        (spec(flows=[{"name": "f", "route": ["a"], "demand": "5ms"}]), "flow 'f': demand", "5ms"),
+        (spec(flows=[{"name": "f", "route": ["a"], "weight": "2Mbps"}]), "flow 'f': weight", "2Mbps"),
+        (spec(links=[{"name": "a", "capacity": "10Mbps", "colour": "red"}]), "link 'a': key", "colour"),
+        (spec(flows=[{"name": "f", "route": ["a"], "speed": 3}]), "flow 'f': key", "speed"),
+        (spec(extra=1), "network", "extra"),
+        (spec(links=[{"name": "a"}]), "link 'a': capacity", None),
+        (spec(links=[]), "links", []),
+        (spec(flows=[{"name": "f", "route": ["a"], "count": 0}]), "flow 'f': count", 0),
+        (spec(flows=[{"name": "f", "route": ["a"], "count": 1.5}]), "flow 'f': count", 1.5),
+        (spec(flows=[{"name": "f", "route": [1, 2]}]), "flow 'f': route", [1, 2]),
+        (spec(flows=[{"name": "f", "route": ["a", "b"]}]), "flow 'f': route", "b"),
+        (spec(flows=[{"name": "f", "route": []}]), "flow 'f': route", []),
+        (spec(flows=[{"name": "f", "route": ["a", "a"]}]), "flow 'f': route", ["a", "a"]),
+        (spec(flows=[{"name": "f", "route": ["a"], "stop": "1s", "start": "2s"}]), "flow 'f': stop", 1.0),
+        (spec(flows=[{"name": "f", "route": ["a"]}, {"name": "f", "route": ["a"]}]), "flows.name", "f"),
+        (spec(packet_bytes=0), "packet_bytes", 0),
+    ],
+)
+def test_invalid_files_raise_naming_the_entry(data, field, value):
+    with pytest.raises(NetworkError) as caught:
+        Network.from_dict(data)
+    assert caught.value.field == field
+    assert caught.value.value == value
+
+
+def test_units_in_files_follow_packet_bytes():
+    net = Network.from_dict(spec(packet_bytes=1500, flows=[{"name": "f", "route": ["a"], "demand": "3Mbps"}]))
+    assert net.links[0].capacity_pps == pytest.approx(10e6 / (8 * 1500))
+    assert net.flows[0].demand_pps == pytest.approx(3e6 / (8 * 1500))
+    assert net.links[0].delay_s == pytest.approx(0.005)
+    plain = Network.from_dict(spec(links=[{"name": "a", "capacity": 1250, "delay": 0.1}]))
+    assert plain.links[0].capacity_pps == 1250.0 and plain.links[0].delay_s == 0.1
+
+
+# ------------------------------------------------------------------------------------ files
+TOML_TEXT = """
+packet_bytes = 1000
+
+[[links]]
+name = "a"
+capacity = "155Mbps"
+delay = "20ms"
+buffer = 500
+
+[[links]]
+name = "b"
+capacity = 12500
+delay = 0.01
+
+[[flows]]
+name = "short"
+route = ["a"]
+access_delay = "5ms"
+weight = 2
+stop = "40s"
+
+[[flows]]
+name = "long"
+route = ["a", "b"]
+start = "1s"
+demand = "10Mbps"
+count = 3
+"""
+
+
+def check_toml_network(net: Network) -> None:
+    assert net.link_names == ["a", "b"]
+    assert net.flow_names == ["short", "long[0]", "long[1]", "long[2]"]
+    assert net.links[0] == Link("a", mbps_to_pps(155), 0.02, 500.0)
+    assert net.links[1] == Link("b", 12500.0, 0.01)
+    assert net.flows[0] == Flow("short", ("a",), access_delay_s=0.005, weight=2.0, stop_s=40.0)
+    for k in range(3):
+        assert net.flows[1 + k] == Flow(f"long[{k}]", ("a", "b"), start_s=1.0, demand_pps=mbps_to_pps(10))
+
+
+def test_load_toml(tmp_path):
+    path = tmp_path / "net.toml"
+    path.write_text(TOML_TEXT)
+    check_toml_network(Network.load(path))
+
+
+def test_load_json(tmp_path):
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps(tomllib.loads(TOML_TEXT)))
+    check_toml_network(Network.load(path))
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".json"])
+def test_save_then_load_round_trips(tmp_path, suffix):
+    source = tmp_path / "net.toml"
+    source.write_text(TOML_TEXT)
+    net = Network.load(source)
+    copy = Network.load(net.save(tmp_path / f"copy{suffix}"))
+    assert copy == net
+    assert Network.from_dict(net.to_dict()) == net
+
+
+def test_scenarios_round_trip_through_files(tmp_path):
+    for net in (scenarios.ixcp_fig6(), scenarios.vcp_parking_lot(50.0), scenarios.random_network(6, 20, seed=3)):
+        assert Network.load(net.save(tmp_path / "n.toml")) == net
+        assert Network.load(net.save(tmp_path / "n.json")) == net
+
+
+@pytest.mark.parametrize(
+    "name, text, field",
+    [
+        ("missing.toml", None, "network file"),
+        ("net.yaml", "links: []", "network file"),
+        ("bad.toml", "[[links]\nname = ", "network file"),
+        ("bad.json", "{not json", "network file"),
+        ("list.json", "[1, 2]", "network"),
+    ],
+)
+def test_bad_files_raise(tmp_path, name, text, field):
+    path = tmp_path / name
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(NetworkError) as caught:
+        Network.load(path)
+    assert caught.value.field == field
+
+
+def test_save_needs_a_known_suffix(tmp_path):
+    with pytest.raises(NetworkError, match="ending in .toml or .json"):
+        two_links().save(tmp_path / "net.txt")
+
+
+def test_example_files_are_the_scenarios():
+    assert Network.load(EXAMPLES / "ixcp_fig1.toml") == scenarios.ixcp_fig1(8)
+    assert Network.load(EXAMPLES / "ixcp_fig6.toml") == scenarios.ixcp_fig6()
+    assert Network.load(EXAMPLES / "parking_lot.toml") == scenarios.vcp_parking_lot()
+
+
+# ------------------------------------------------------------------------------- structure
+def test_count_expands_to_identical_named_flows():
+    net = Network.from_dict(spec(flows=[{"name": "bulk", "route": ["a"], "weight": 3, "count": 4},
+                                        {"name": "one", "route": "a", "count": 1}]))
+    assert net.flow_names == ["bulk[0]", "bulk[1]", "bulk[2]", "bulk[3]", "one"]
+    assert all(flow.weight == 3.0 and flow.route == ("a",) for flow in net.flows[:4])
+
+
+def test_routing_matrix_and_indices():
+    net = Network((Link("a", 1.0), Link("b", 1.0), Link("c", 1.0)),
+                  (Flow("f", ("c", "a")), Flow("g", ("b",)), Flow("h", ("a", "b", "c"))))
+    np.testing.assert_array_equal(net.routing_matrix, [[1, 0, 1], [0, 1, 1], [1, 0, 1]])
+    assert net.routing_matrix.shape == (net.n_links, net.n_flows) == (3, 3)
+    assert net.route_indices("f") == [2, 0]  # in the order crossed
+    assert net.flows_on("b") == [1, 2] and net.flows_on(0) == [0, 2]
+    assert net.link_index("c") == 2 and net.flow_index("h") == 2
+    with pytest.raises(NetworkError, match="link = 'z'"):
+        net.link_index("z")
+    with pytest.raises(NetworkError, match="flow = 'z'"):
+        net.flow_index("z")
+
+
+def test_rtt_is_twice_access_plus_link_delays():
+    net = Network((Link("a", 1.0, 0.01), Link("b", 1.0, 0.02)),
+                  (Flow("f", ("a", "b"), access_delay_s=0.005), Flow("g", ("b",))))
+    np.testing.assert_allclose(net.rtt_s, [2 * (0.005 + 0.01 + 0.02), 2 * 0.02])
+    np.testing.assert_allclose(scenarios.ixcp_fig6().rtt_s[:2], [0.12, 0.04])
+
+
+def test_active_at_time_and_phases():
+    net = scenarios.ixcp_fig6()
+    np.testing.assert_array_equal(net.active(0.0), [1, 1, 1, 1, 1, 0, 0, 0])
+    np.testing.assert_array_equal(net.active(20.0), [1, 1, 1, 1, 1, 1, 1, 1])  # start is inclusive
+    np.testing.assert_array_equal(net.active(39.999), [1, 1, 1, 1, 1, 1, 1, 1])
+    np.testing.assert_array_equal(net.active(40.0), [1, 1, 1, 1, 0, 0, 0, 0])  # stop is exclusive
+    assert net.phases() == [(0.0, 20.0), (20.0, 40.0), (40.0, math.inf)]
+
+
+def test_arrays_follow_flow_and_link_order():
+    net = two_links(weight=2.5, demand_pps=300.0, start_s=1.0, stop_s=9.0)
+    np.testing.assert_array_equal(net.capacities_pps, [1000.0, 500.0])
+    np.testing.assert_array_equal(net.link_delays_s, [0.01, 0.02])
+    np.testing.assert_array_equal(net.weights, [2.5, 1.0])
+    np.testing.assert_array_equal(net.demands_pps, [300.0, math.inf])
+    np.testing.assert_array_equal(net.start_s, [1.0, 0.0])
+    np.testing.assert_array_equal(net.stop_s, [9.0, math.inf])
+    np.testing.assert_allclose(net.link_load([100.0, 200.0]), [100.0, 300.0])
+    np.testing.assert_allclose(net.utilization([100.0, 200.0]), [0.1, 0.6])
+
+
+def test_bottlenecks_of_an_allocation():
+    net = scenarios.ixcp_fig1(3)
+    long_rate = mbps_to_pps(100) / 3
+    rates = [mbps_to_pps(155) - 3 * long_rate] + [long_rate] * 3
+    assert net.bottlenecks(rates) == [[0], [1], [1], [1]]
+    # Not saturated anywhere: no bottleneck at all.
+    assert net.bottlenecks([1.0, 1.0, 1.0, 1.0]) == [[], [], [], []]
+    # l1 saturated but the short flow is not the largest there: only the long flows' l1 counts.
+    assert net.bottlenecks([mbps_to_pps(155) - 3 * mbps_to_pps(10)] + [mbps_to_pps(10)] * 3)[1] == []
+    # Weighted: the weighted rate rate / weight is compared.
+    weighted = Network(net.links, (Flow("x", ("l2",), weight=1.0), Flow("y", ("l2",), weight=3.0)))
+    quarter = mbps_to_pps(100) / 4
+    assert weighted.bottlenecks([quarter, 3 * quarter]) == [[1], [1]]  # l2 is link 1
+    assert weighted.bottlenecks([2 * quarter, 2 * quarter]) == [[1], []]
+    with pytest.raises(NetworkError, match="one rate per flow"):
+        net.bottlenecks([1.0])
+
+
+def test_replace_swaps_capacities_flows_or_links():
+    net = two_links()
+    assert net.replace(capacities_pps=[10.0, 20.0]).capacities_pps.tolist() == [10.0, 20.0]
+    assert net.replace(flows=[Flow("only", ("a",))]).flow_names == ["only"]
+    with pytest.raises(NetworkError, match="one capacity per link"):
+        net.replace(capacities_pps=[1.0])
+    with pytest.raises(NetworkError, match="link 'a': capacity"):
+        net.replace(capacities_pps=[0.0, 1.0])
+    with pytest.raises(NetworkError, match="flow 'f': route = 'b'"):
+        net.replace(links=[Link("a", 1.0)])
+
+
+def test_scenarios_check_their_counts_and_random_networks_follow_the_seed():
+    with pytest.raises(ParameterError, match="n_long = 0"):
+        scenarios.ixcp_fig1(0)
+    with pytest.raises(ParameterError, match="n_cross = -1"):
+        scenarios.vcp_parking_lot(n_cross=-1)
+    with pytest.raises(ParameterError, match="n_flows = 0"):
+        scenarios.random_network(3, 0, seed=0)
+    first = scenarios.random_network(10, 50, seed=7)
+    assert first == scenarios.random_network(10, 50, seed=7) != scenarios.random_network(10, 50, seed=8)
+    assert all(1 <= len(flow.route) <= 6 for flow in first.flows)
+    assert all(mbps_to_pps(10) <= c <= mbps_to_pps(1000) for c in first.capacities_pps)
+    assert scenarios.vcp_parking_lot(50.0).capacities_pps.tolist() == [mbps_to_pps(100)] * 3 + [
+        mbps_to_pps(50)] + [mbps_to_pps(100)] * 3
