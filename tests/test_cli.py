@@ -134,3 +134,67 @@ def test_simulate_aggregate_model(runner, tmp_path):
     assert list(frame.columns) == ["time", "queue", "rate"]
     assert abs(frame["rate"].iloc[-1] / 18750.0 - 1) < 1e-3
     assert "equilibrium 18750" in result.output
+
+
+import json  # noqa: E402  (the maxmin tests below were appended)
+from pathlib import Path  # noqa: E402
+
+EXAMPLE_NETWORKS = Path(__file__).resolve().parents[1] / "examples" / "networks"
+
+
+def test_maxmin_prints_rates_bottlenecks_and_utilization_and_writes_json(runner, tmp_path):
+    out = tmp_path / "rates.json"
+    result = runner.invoke(main, ["maxmin", str(EXAMPLE_NETWORKS / "ixcp_fig6.toml"), "--at", "30s", "--exact",
+                                  "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line.split() for line in result.output.splitlines() if line.strip()}
+    assert lines["long"][1:] == ["30", "3750", "3750", "l1"]  # Mb/s, packets/s, exact packets/s, bottleneck
+    assert lines["s2"][1:] == ["70", "8750", "8750", "l2"]
+    assert lines["s3"][1:] == ["45", "5625", "5625", "l3"]
+    assert lines["l2"][1:] == ["100", "100", "100.00", "%"]  # capacity, load (Mb/s), utilization
+    data = json.loads(out.read_text())
+    assert data["at_s"] == 30.0 and data["exact"] is True and data["fluidcc_version"] and data["created"]
+    rates = {flow["name"]: flow["rate_mbps"] for flow in data["flows"]}
+    assert rates == {"long": 30, "s1": 30, "s2": 70, "s3": 45, "s4": 45, "s5": 30, "s6": 30, "s7": 30}
+    assert [link["utilization"] for link in data["links"]] == [1.0, 1.0, 1.0]
+
+
+def test_maxmin_csv_has_flow_and_link_rows(runner, tmp_path):
+    out = tmp_path / "rates.csv"
+    result = runner.invoke(main, ["maxmin", str(EXAMPLE_NETWORKS / "ixcp_fig1.toml"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(out)
+    flows = frame[frame["kind"] == "flow"].set_index("name")
+    assert len(flows) == 9 and flows.loc["short", "rate_mbps"] == pytest.approx(55.0)
+    assert flows.loc["long[7]", "rate_pps"] == pytest.approx(1562.5) and flows.loc["long[7]", "bottlenecks"] == "l2"
+    links = frame[frame["kind"] == "link"].set_index("name")
+    np.testing.assert_allclose(links["utilization"], [1.0, 1.0])
+
+
+def test_maxmin_at_a_time_marks_inactive_flows(runner):
+    result = runner.invoke(main, ["maxmin", str(EXAMPLE_NETWORKS / "ixcp_fig6.toml"), "--at", "50"])
+    assert result.exit_code == 0, result.output
+    assert "(inactive)" in result.output and "t = 50 s" in result.output
+
+
+@pytest.mark.parametrize(
+    "content, args, expected",
+    [
+        (None, [], "network file"),
+        ('[[links]]\nname = "a"\ncapacity = "10Mbps"\n[[flows]]\nname = "f"\nroute = ["b"]\n', [],
+         "flow 'f': route = 'b'"),
+        ('[[links]]\nname = "a"\ncapacity = "-1Mbps"\n[[flows]]\nname = "f"\nroute = ["a"]\n', [],
+         "link 'a': capacity"),
+        ('[[links]]\nname = "a"\ncapacity = "10Mbps"\n[[flows]]\nname = "f"\nroute = ["a"]\n', ["--at", "soon"],
+         "--at = 'soon'"),
+        ('[[links]]\nname = "a"\ncapacity = "10Mbps"\n[[flows]]\nname = "f"\nroute = ["a"]\n', ["--out", "x.txt"],
+         "--out = 'x.txt'"),
+    ],
+)
+def test_maxmin_bad_input_is_a_usage_error(runner, tmp_path, content, args, expected):
+    path = tmp_path / "net.toml"
+    if content is not None:
+        path.write_text(content)
+    result = runner.invoke(main, ["maxmin", str(path), *args])
+    assert result.exit_code == 2, result.output
+    assert expected in result.output, result.output

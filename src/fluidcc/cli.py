@@ -260,5 +260,138 @@ def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, s
     click.echo("wrote " + " and ".join(written))
 
 
+@main.command("maxmin")
+@click.argument("network_file", metavar="NETWORK", type=click.Path(dir_okay=False))
+@click.option("--at", "at", default=None, metavar="TIME",
+              help="Share the links among the flows active at this time (start <= t < stop), e.g. 30s; "
+                   "the others get 0. Default: every flow, start and stop times ignored. Times accept s, ms, us "
+                   "(bare numbers are seconds).")
+@click.option("--exact", is_flag=True,
+              help="Compute in exact rationals; the table also shows each rate as a fraction of packets/s.")
+@click.option("--out", default=None, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the results: FILE.csv (one row per flow, then one per link) or FILE.json "
+                   "(flows, links and provenance). Rates in packets/s and Mb/s.")
+def maxmin_command(network_file, at, exact, out) -> None:
+    """Weighted max-min fair rates of the flows of NETWORK (a .toml or .json network file): each
+    flow's rate in Mb/s and packets/s and its bottleneck link(s), and each link's utilization."""
+    from . import units
+    from .errors import ParameterError
+    from .maxmin import maxmin, maxmin_at
+    from .network import Network
+
+    try:
+        out_path = Path(out) if out is not None else None
+        if out_path is not None and out_path.suffix.lower() not in (".csv", ".json"):
+            raise ParameterError("--out", out, "a file name ending in .csv or .json")
+        network = Network.load(network_file)
+        at_s = units.parse_time("--at", at) if at is not None else None
+        if at_s is not None and not (at_s >= 0 and at_s < float("inf")):
+            raise ParameterError("--at", at, "a finite time >= 0, e.g. 30s")
+        result = maxmin(network, exact=exact) if at_s is None else maxmin_at(network, at_s, exact=exact)
+    except FluidccError as error:
+        _fail(error)
+    packet_bytes = _file_packet_bytes(Path(network_file))
+    flows, links = _maxmin_rows(network, result, packet_bytes)
+    scope = "every flow" if at_s is None else f"flows active at t = {at_s:g} s"
+    click.echo(f"max-min fair rates ({scope}; {'exact' if exact else 'float64'}; packets of {packet_bytes} bytes)")
+    headers = ["flow", "rate Mb/s", "rate pkt/s"] + (["exact pkt/s"] if exact else []) + ["bottleneck"]
+    table = [[row["name"], f"{row['rate_mbps']:.6g}", f"{row['rate_pps']:.6g}"]
+             + ([row["rate_pps_exact"]] if exact else []) + [row["bottleneck_text"]] for row in flows]
+    click.echo(_text_table(headers, table))
+    click.echo("")
+    click.echo(_text_table(["link", "capacity Mb/s", "load Mb/s", "utilization"],
+                           [[row["name"], f"{row['capacity_mbps']:.6g}", f"{row['load_mbps']:.6g}",
+                             f"{100 * row['utilization']:.2f} %"] for row in links]))
+    if out_path is not None:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        _write_maxmin(out_path, flows, links, network_file, at_s, exact, packet_bytes)
+        click.echo(f"wrote {out_path}")
+
+
+def _file_packet_bytes(path: Path) -> int:
+    """The packet size a network file declares (a `Network` keeps packets/s only), for Mb/s columns."""
+    import json
+
+    from .units import DEFAULT_PACKET_BYTES
+
+    text = path.read_text()
+    if path.suffix.lower() == ".json":
+        data = json.loads(text)
+    else:
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib
+        data = tomllib.loads(text)
+    return int(data.get("packet_bytes", DEFAULT_PACKET_BYTES))
+
+
+def _maxmin_rows(network, result, packet_bytes):
+    from .units import pps_to_mbps
+
+    flows = []
+    for i, name in enumerate(result.flow_names):
+        rate = result.rates_pps[i]
+        if not result.active[i]:
+            text = "(inactive)"
+        elif result.limited_by_demand[i]:
+            text = "(its demand)"
+        else:
+            text = ", ".join(result.bottleneck_names(i)) or "-"
+        row = {"name": name, "rate_pps": float(rate), "rate_mbps": pps_to_mbps(float(rate), packet_bytes),
+               "bottlenecks": result.bottleneck_names(i), "limited_by_demand": bool(result.limited_by_demand[i]),
+               "active": bool(result.active[i]), "bottleneck_text": text}
+        if result.exact:
+            row["rate_pps_exact"] = str(rate)
+        flows.append(row)
+    links = []
+    for l, link in enumerate(network.links):
+        load = float(result.link_load_pps[l])
+        links.append({"name": link.name, "capacity_pps": link.capacity_pps,
+                      "capacity_mbps": pps_to_mbps(link.capacity_pps, packet_bytes), "load_pps": load,
+                      "load_mbps": pps_to_mbps(load, packet_bytes), "utilization": float(result.utilization[l])})
+    return flows, links
+
+
+def _text_table(headers, rows) -> str:
+    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
+    lines = ["  ".join(str(x).ljust(w) if k == 0 else str(x).rjust(w) for k, (x, w) in enumerate(zip(line, widths)))
+             for line in [headers, *rows]]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _write_maxmin(path: Path, flows, links, network_file, at_s, exact, packet_bytes) -> None:
+    import csv
+    import datetime as _dt
+    import json
+
+    from ._version import __version__
+
+    if path.suffix.lower() == ".json":
+        data = {
+            "fluidcc_version": __version__,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "command": _command_line(),
+            "network_file": str(network_file),
+            "at_s": at_s,
+            "exact": exact,
+            "packet_bytes": packet_bytes,
+            "flows": [{k: v for k, v in row.items() if k != "bottleneck_text"} for row in flows],
+            "links": links,
+        }
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        return
+    columns = ["kind", "name", "rate_pps", "rate_mbps"] + (["rate_pps_exact"] if exact else []) + [
+        "bottlenecks", "limited_by_demand", "active", "capacity_pps", "capacity_mbps", "load_pps", "load_mbps",
+        "utilization"]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in flows:
+            writer.writerow({**row, "kind": "flow", "bottlenecks": " ".join(row["bottlenecks"])})
+        for row in links:
+            writer.writerow({**row, "kind": "link"})
+
+
 if __name__ == "__main__":
     main()
