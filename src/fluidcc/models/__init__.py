@@ -1,18 +1,22 @@
 """Fluid models, one module per protocol. Each model is a `fluidcc.dde.DDESystem`."""
 
 from . import miaimd as miaimd
+from . import miaimd_network as miaimd_network
 from . import qcp as qcp
 from . import rcp as rcp
 from . import xcp as xcp
+from . import xcp_network as xcp_network
 from .miaimd import MIAIMD as MIAIMD
 from .miaimd import MIAIMDAggregate as MIAIMDAggregate
+from .miaimd_network import MIAIMDNetwork as MIAIMDNetwork
 from .qcp import QCPAggregate as QCPAggregate
 from .rcp import RCPAggregate as RCPAggregate
 from .xcp import EfficiencyLoop as EfficiencyLoop
 from .xcp import XCPAggregate as XCPAggregate
+from .xcp_network import XCPNetwork as XCPNetwork
 
-__all__ = ["MIAIMD", "MIAIMDAggregate", "EfficiencyLoop", "QCPAggregate", "RCPAggregate", "XCPAggregate",
-           "miaimd", "qcp", "rcp", "xcp"]
+__all__ = ["MIAIMD", "MIAIMDAggregate", "MIAIMDNetwork", "EfficiencyLoop", "QCPAggregate", "RCPAggregate",
+           "XCPAggregate", "XCPNetwork", "miaimd", "miaimd_network", "qcp", "rcp", "xcp", "xcp_network"]
 
 from ._registry import REGISTRY as REGISTRY  # noqa: E402
 from ._registry import get_model as get_model  # noqa: E402
