@@ -1,5 +1,9 @@
 """Parameter sweeps: grid specification, chunked resumable runner, NetCDF storage."""
 
+from ._network import NETWORK_MODELS as NETWORK_MODELS
+from ._network import network_model as network_model
+from ._network import settling_times as settling_times
+from ._network import simulate_network as simulate_network
 from ._runner import run_sweep as run_sweep
 from ._simulate import simulate as simulate
 from ._spec import GRID_FORMAT as GRID_FORMAT
@@ -13,6 +17,6 @@ from ._stability import linear_map as linear_map
 from ._stability import run_stability as run_stability
 
 __all__ = [
-    "GRID_FORMAT", "STABILITY_METHODS", "GridAxis", "SweepSpec", "analytic_boundary", "linear_map", "parse_grid", "parse_set",
+    "NETWORK_MODELS", "network_model", "settling_times", "simulate_network", "GRID_FORMAT", "STABILITY_METHODS", "GridAxis", "SweepSpec", "analytic_boundary", "linear_map", "parse_grid", "parse_set",
     "run_stability", "run_sweep", "simulate",
 ]

@@ -1,0 +1,165 @@
+"""One simulation of a fluid model on a `Network`, beside the max-min allocation, as an xarray dataset."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+
+import jax
+import numpy as np
+import xarray as xr
+
+from .._version import __version__
+from ..dde import solve
+from ..errors import ParameterError
+from ..maxmin import maxmin_at
+from ..models import miaimd_network, xcp_network
+from ..network import Network
+
+NETWORK_MODELS = ("xcp", "ixcp", "miaimd")
+
+#: Parameters each network model takes (SI units) and their defaults.
+NETWORK_DEFAULTS = {
+    "xcp": {"alpha": 0.4, "beta": 0.226, "gamma": 0.1},
+    "ixcp": {"alpha": 0.4, "beta": 0.226, "gamma": 0.1},
+    "miaimd": {"kappa": 0.25, "alpha": 1.0, "gamma": 0.98, "initial_window": 1.0},
+}
+
+#: Default horizon after the last start or stop (seconds): MIAIMD's fairness converges slowly.
+SETTLE_S = {"xcp": 30.0, "ixcp": 30.0, "miaimd": 150.0}
+
+
+def network_model(model: str, network: Network, values: dict[str, float] | None = None):
+    """(system, params) of a network model with parameters `values` (SI; defaults for the rest)."""
+    if model not in NETWORK_MODELS:
+        raise ParameterError("model", model, f"a model with a network form: {', '.join(NETWORK_MODELS)}")
+    merged = dict(NETWORK_DEFAULTS[model])
+    for name, value in (values or {}).items():
+        if name not in merged:
+            raise ParameterError("parameter", name, f"a parameter of {model} on a network: {', '.join(merged)}")
+        merged[name] = float(value)
+    if model == "miaimd":
+        return miaimd_network.MIAIMDNetwork(network), miaimd_network.network_params(network, **merged), merged
+    return xcp_network.XCPNetwork(network, model), xcp_network.network_params(network, **merged), merged
+
+
+def simulate_network(
+    model: str,
+    network: Network,
+    values: dict[str, float] | None = None,
+    *,
+    duration_s: float | None = None,
+    save_step_s: float | None = None,
+    steps_per_delay: int = 32,
+    command: str = "",
+) -> xr.Dataset:
+    """Integrate `model` ("xcp", "ixcp" or "miaimd") on `network` and compare with max-min.
+
+    values: model parameters in SI units (see NETWORK_DEFAULTS). duration_s: horizon (default:
+    SETTLE_S after the last start or stop). save_step_s: spacing of saved times (default: the
+    smallest RTT, at most 2000 saves). Returns, over time and per flow: rate (packets/s; 0 while a
+    flow does not send), maxmin_rate (the max-min allocation of the flows active at that time) and
+    their ratio; per link: load (packets/s) and utilization, and for XCP/iXCP the queue (packets);
+    per flow: the model's equilibrium of the last phase, solved from its fluid equations.
+    """
+    system, params, merged = network_model(model, network, values)
+    events = [t for t in (*network.start_s, *network.stop_s) if math.isfinite(t)]
+    duration = float(duration_s) if duration_s is not None else max(events, default=0.0) + SETTLE_S[model]
+    if not (math.isfinite(duration) and duration > 0):
+        raise ParameterError("duration", duration_s, "a horizon > 0 s")
+    rtt = network.rtt_s
+    step = float(save_step_s) if save_step_s is not None else max(float(np.min(rtt)), duration / 2000.0)
+    if not (math.isfinite(step) and step > 0):
+        raise ParameterError("save_step", save_step_s, "a spacing > 0 s")
+    times = np.arange(int(np.floor(duration / step + 1e-9)) + 1) * step
+    solution = solve(system, params, duration, times, steps_per_delay=steps_per_delay)
+    state = solution.ys[0]
+    n, L = network.n_flows, network.n_links
+    active = np.stack([network.active(t) for t in times])
+    if model == "miaimd":
+        rates = system.rates(state)
+        queues = None
+    else:
+        rates = state[:, :n]
+        queues = state[:, n : n + L]
+    rates = np.where(active, rates, 0.0)
+    fair = _maxmin_over_time(network, times)
+    load = rates @ network.routing_matrix.T
+    equilibrium = system.equilibrium(params)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(fair > 0, rates / fair, np.nan)
+    data = {
+        "rate": (("time", "flow"), rates, {"units": "packets/s"}),
+        "maxmin_rate": (("time", "flow"), fair, {"units": "packets/s", "long_name": "max-min fair rate"}),
+        "rate_over_maxmin": (("time", "flow"), ratio, {"long_name": "rate / max-min rate"}),
+        "load": (("time", "link"), load, {"units": "packets/s"}),
+        "utilization": (("time", "link"), load / network.capacities_pps, {"long_name": "load / capacity"}),
+        "equilibrium_rate": (("flow",), np.asarray(equilibrium["flow_rate"]), {"units": "packets/s"}),
+        "equilibrium_bottleneck": (("flow",), np.asarray(equilibrium["bottleneck"]),
+                                   {"long_name": "link each flow follows at the equilibrium (-1: inactive)"}),
+    }
+    if queues is not None:
+        data["queue"] = (("time", "link"), queues, {"units": "packets"})
+    attrs = {
+        "title": f"fluidcc simulation of {model} on a network",
+        "model": model,
+        "fluidcc_version": __version__,
+        "jax_version": jax.__version__,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+        "parameters_si": json.dumps(merged, sort_keys=True),
+        "network": json.dumps(network.to_dict()),
+        "status": int(solution.status[0]),
+        "status_message": str(solution.messages[0]) or "ok",
+        "solver": "rk4",
+        "solver_steps_per_delay": int(steps_per_delay),
+        "equilibrium_residual": float(equilibrium["residual"]),
+        "seed": "none (deterministic)",
+    }
+    coords = {
+        "time": ("time", times, {"units": "s"}),
+        "flow": ("flow", network.flow_names),
+        "link": ("link", network.link_names),
+        "rtt": ("flow", rtt, {"units": "s"}),
+        "capacity": ("link", network.capacities_pps, {"units": "packets/s"}),
+    }
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def _maxmin_over_time(network: Network, times: np.ndarray) -> np.ndarray:
+    """Max-min rates of the active flows at each time (computed once per phase)."""
+    fair = np.zeros((len(times), network.n_flows))
+    for start, stop in network.phases():
+        inside = (times >= start) & (times < stop)
+        if inside.any():
+            fair[inside] = np.asarray(maxmin_at(network, start).rates_pps, dtype=np.float64)
+    return fair
+
+
+def settling_times(dataset: xr.Dataset, tolerance: float = 0.02) -> list[dict]:
+    """For each phase between starts and stops: how long after the change every active flow
+    stays within `tolerance` (relative) of its max-min rate until the phase ends (inf if never),
+    and the largest deviation at the end of the phase."""
+    network = Network.from_dict(json.loads(dataset.attrs["network"]))
+    times = dataset["time"].values
+    rates = dataset["rate"].values
+    fair = dataset["maxmin_rate"].values
+    rows = []
+    for start, stop in network.phases():
+        inside = np.flatnonzero((times >= start) & (times < stop))
+        if inside.size == 0:
+            continue
+        on = fair[inside[0]] > 0
+        deviation = np.max(np.abs(rates[inside][:, on] / fair[inside][:, on] - 1.0), axis=1)
+        bad = np.flatnonzero(deviation > tolerance)
+        if bad.size == 0:
+            settle = 0.0
+        elif bad[-1] == inside.size - 1:
+            settle = math.inf
+        else:
+            settle = float(times[inside[bad[-1] + 1]] - start)
+        rows.append({"start_s": start, "stop_s": stop, "settling_s": settle,
+                     "final_deviation": float(deviation[-1]), "max_deviation_last_5s":
+                     float(np.max(deviation[times[inside] >= times[inside[-1]] - 5.0]))})
+    return rows
