@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
 
-import jax
 import numpy as np
 import xarray as xr
 
-from .._version import __version__
 from ..dde import solve
 from ..errors import ParameterError
 from ..maxmin import maxmin_at
 from ..models import miaimd_network, xcp_network
 from ..network import Network
+from ._simulate import _provenance
 
 NETWORK_MODELS = ("xcp", "ixcp", "miaimd")
 
@@ -101,22 +99,12 @@ def simulate_network(
     }
     if queues is not None:
         data["queue"] = (("time", "link"), queues, {"units": "packets"})
-    attrs = {
+    attrs = _provenance(model, merged, solution, None, command)
+    attrs.update({
         "title": f"fluidcc simulation of {model} on a network",
-        "model": model,
-        "fluidcc_version": __version__,
-        "jax_version": jax.__version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": command,
-        "parameters_si": json.dumps(merged, sort_keys=True),
         "network": json.dumps(network.to_dict()),
-        "status": int(solution.status[0]),
-        "status_message": str(solution.messages[0]) or "ok",
-        "solver": "rk4",
-        "solver_steps_per_delay": int(steps_per_delay),
         "equilibrium_residual": float(equilibrium["residual"]),
-        "seed": "none (deterministic)",
-    }
+    })
     coords = {
         "time": ("time", times, {"units": "s"}),
         "flow": ("flow", network.flow_names),
