@@ -130,3 +130,22 @@ def test_miaimd_linear_wrong_limit_is_rejected(miaimd_linear: ModuleType) -> Non
     # b T < 2 is not sufficient: the boundary B_b(A) comes down to pi/2.
     with pytest.raises(AssertionError, match="step 5"):
         proof.check_sufficient_conditions(claimed_bound=2)
+
+
+@pytest.fixture(scope="module")
+def xcp_two_link() -> ModuleType:
+    return _load_proof("xcp_two_link")
+
+
+def test_xcp_two_link_wrong_limit_is_rejected(xcp_two_link: ModuleType) -> None:
+    # Without the shuffling (gamma = 0) XCP would fill the link; the limit is not 1.
+    with pytest.raises(AssertionError, match="step 2"):
+        xcp_two_link.check_xcp_limit(claimed_limit=lambda s: 1)
+    # The iXCP paper's 24 Mb/s is the limit; 55 Mb/s (max-min) is not XCP's.
+    with pytest.raises(AssertionError, match="step 2"):
+        xcp_two_link.check_xcp_limit(claimed_short_limit=55)
+
+
+def test_xcp_two_link_wrong_ixcp_rate_is_rejected(xcp_two_link: ModuleType) -> None:
+    with pytest.raises(AssertionError, match="step 3"):
+        xcp_two_link.check_ixcp(claimed_short=lambda s: s["c_a"] / 2)
