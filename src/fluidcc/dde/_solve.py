@@ -272,7 +272,10 @@ class _Runner:
         """
         per_device = -(-size // len(self.devices))
         cache_cap = 1 << (max(_MIN_CHUNK, _LANE_STEP_BUDGET // steps).bit_length() - 1)
-        return min(self.batch_chunk, cache_cap, max(_MIN_CHUNK, _round_up_pow2(per_device)))
+        # A batch smaller than _MIN_CHUNK is not padded up to it: the padding would only repeat
+        # its points (a single network simulation would do 16 times the work).
+        smallest = min(_MIN_CHUNK, _round_up_pow2(size))
+        return min(self.batch_chunk, cache_cap, max(smallest, _round_up_pow2(per_device)))
 
     def _collect(self, item, z, over, nan, size):
         start, n, outputs = item
