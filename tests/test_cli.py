@@ -198,3 +198,63 @@ def test_maxmin_bad_input_is_a_usage_error(runner, tmp_path, content, args, expe
     result = runner.invoke(main, ["maxmin", str(path), *args])
     assert result.exit_code == 2, result.output
     assert expected in result.output, result.output
+
+
+def test_simulate_on_a_network_writes_dataset_figure_and_table(runner, tmp_path):
+    result = runner.invoke(main, ["simulate", "ixcp", "--network", str(EXAMPLE_NETWORKS / "ixcp_fig6.toml"),
+                                  "--duration", "4s", "--set", "gamma=0.1", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    data = xr.open_dataset(tmp_path / "timeseries.nc", engine="scipy")
+    assert data.attrs["model"] == "ixcp" and data.attrs["fluidcc_version"] and data.attrs["created"]
+    assert "command" in data.attrs and data.attrs["packet_bytes"] == 1000
+    assert list(data["flow"].values) == ["long", "s1", "s2", "s3", "s4", "s5", "s6", "s7"]
+    assert data["rate"].dims == ("time", "flow") and data["utilization"].dims == ("time", "link")
+    assert float(data["time"].values[-1]) == pytest.approx(4.0)
+    np.testing.assert_allclose(data["maxmin_rate"].values[-1, :5], [5000, 13750, 7500, 5000, 5000])  # packets/s
+    assert (tmp_path / "timeseries.png").stat().st_size > 10_000
+    rows = {line.split()[0]: line.split() for line in result.output.splitlines() if line.strip()}
+    # flow, final rate (Mb/s), max-min rate (Mb/s), ratio: iXCP is within 2 % of max-min after 4 s
+    assert rows["s1"][2] == "110" and abs(float(rows["s1"][3]) - 1) < 0.02
+    assert rows["s5"][1:] == ["0", "0", "(not", "sending)"]
+    assert "settling" in result.output and "[0, 4] s" in result.output
+
+
+def test_simulate_on_a_network_to_csv(runner, tmp_path):
+    result = runner.invoke(main, ["simulate", "xcp", "--network", str(EXAMPLE_NETWORKS / "ixcp_fig6.toml"),
+                                  "--duration", "2s", "--format", "csv", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(tmp_path / "timeseries.csv")
+    assert {"time", "rate_long", "maxmin_rate_s7", "rate_over_maxmin_s1", "utilization_l3", "queue_l2"} <= set(frame)
+    assert frame["time"].iloc[-1] == pytest.approx(2.0)
+    assert (tmp_path / "timeseries.png").exists()
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["simulate", "ixcp"], "--network"),
+        (["simulate", "rcp", "--network", "{fig6}"], "model = 'rcp'"),
+        (["simulate", "xcp", "--network", "{fig6}", "--set", "kappa=0.2"], "parameter = 'kappa'"),
+        (["simulate", "xcp", "--network", "{fig6}", "--set", "alpha=fast"], "--set alpha = 'fast'"),
+        (["simulate", "xcp", "--network", "{fig6}", "--set", "alpha=-1"], "alpha = -1"),
+        (["simulate", "miaimd", "--network", "{fig6}", "--set", "gamma=1.5"], "gamma = 1.5"),
+        (["simulate", "xcp", "--network", "{fig6}", "--set", "alpha"], "NAME=VALUE"),
+        (["simulate", "xcp", "--network", "{fig6}", "--rtts", "10ms"], "--rtts"),
+        (["simulate", "xcp", "--network", "{fig6}", "--rtol", "1e-3"], "--rtol"),
+        (["simulate", "xcp", "--network", "{fig6}", "--duration", "-1s"], "duration"),
+        (["simulate", "xcp", "--network", "missing.toml"], "network file"),
+    ],
+)
+def test_simulate_on_a_network_bad_input_is_a_usage_error(runner, tmp_path, args, expected):
+    args = [a.replace("{fig6}", str(EXAMPLE_NETWORKS / "ixcp_fig6.toml")) for a in args]
+    result = runner.invoke(main, args + ["--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert expected in result.output, result.output
+    assert not (tmp_path / "timeseries.nc").exists()
+
+
+def test_network_model_names_in_the_help_match_the_library():
+    from fluidcc.cli import NETWORK_MODEL_NAMES
+    from fluidcc.sweep import NETWORK_MODELS
+
+    assert tuple(NETWORK_MODEL_NAMES) == tuple(NETWORK_MODELS)

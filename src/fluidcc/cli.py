@@ -12,7 +12,14 @@ from pathlib import Path
 
 import click
 
-from .errors import FluidccError
+from .errors import FluidccError, ParameterError
+
+#: Models `fluidcc simulate --network` integrates per flow (as `fluidcc.sweep.NETWORK_MODELS`,
+#: named here so that the help text does not import JAX).
+NETWORK_MODEL_NAMES = ("xcp", "ixcp", "miaimd")
+
+#: Tolerance of the settling times `fluidcc simulate --network` prints (relative to max-min).
+SETTLING_TOLERANCE = 0.02
 
 DEFAULT_SWEEP_GRID = ("kappa=0.05:2:64", "rtt=10ms:1s:64:log")
 
@@ -88,15 +95,31 @@ def models_command() -> None:
               help="Format of the time series.")
 @click.option("--out", default="fluidcc-out/simulate", show_default=True, type=click.Path(file_okay=False),
               help="Output folder (time series and figure).")
-def simulate_command(model, sets, rtts, duration, saves_per_rtt, steps_per_delay, rtol, fmt, out) -> None:
+@click.option("--network", "network_file", default=None, metavar="NETWORK.toml|.json", type=click.Path(dir_okay=False),
+              help="Simulate MODEL per flow on this network (a .toml or .json file, as for `fluidcc maxmin`) "
+                   "beside the max-min fair rates; MODEL is then one of " + ", ".join(NETWORK_MODEL_NAMES) + ". "
+                   "--set takes the network model's parameters (xcp, ixcp: alpha, beta, gamma; miaimd: kappa, "
+                   "alpha, gamma, initial_window [packets]); --duration defaults to 30 s (xcp, ixcp) or 150 s "
+                   "(miaimd) after the last start or stop; one save per smallest RTT (at most 2000 saves) "
+                   "unless --saves-per-rtt is given; --rtts and --rtol do not apply (the network gives the RTTs; "
+                   "fixed-step RK4).")
+def simulate_command(model, sets, rtts, duration, saves_per_rtt, steps_per_delay, rtol, fmt, out,
+                     network_file) -> None:
     """Integrate one point of MODEL (per flow for miaimd, aggregate for xcp, rcp, qcp); write its time
-    series and a figure."""
+    series and a figure. With --network: MODEL (xcp, ixcp or miaimd) per flow on a network, with
+    each flow's rate against its max-min fair rate and the settling time of every phase."""
     from . import units
     from .models import get_model
     from .plotting import timeseries_figure
     from .sweep import parse_set, simulate
 
+    if network_file is not None:
+        _simulate_on_network(model, network_file, sets, rtts, duration, saves_per_rtt, steps_per_delay, fmt, out)
+        return
     try:
+        if model == "ixcp":
+            raise ParameterError("model", model, "iXCP has a per-flow model on a network only: give --network "
+                                 "NETWORK.toml (e.g. examples/networks/ixcp_fig6.toml)")
         entry = get_model(model)
         values = {}
         for text in sets:
@@ -138,6 +161,90 @@ def simulate_command(model, sets, rtts, duration, saves_per_rtt, steps_per_delay
         name = dataset.attrs["observed_state"]
         click.echo(f"final {name} {float(dataset[name].values[-1]):.6g} {dataset[name].attrs.get('units', '')}; "
                    f"equilibrium {float(dataset['equilibrium_' + name]):.6g}")
+    click.echo(f"wrote {data_path} and {figure_path}")
+
+
+def _simulate_on_network(model, network_file, sets, rtts, duration, saves_per_rtt, steps_per_delay, fmt, out):
+    """`fluidcc simulate MODEL --network FILE`: one run of a per-flow network model, written as a
+    dataset (NetCDF or CSV) and a figure, with a table of final and max-min rates and settling times."""
+    import math
+
+    from . import units
+    from .network import Network
+    from .plotting import network_rates_figure
+    from .sweep import NETWORK_MODELS, settling_times, simulate_network
+
+    source = click.get_current_context().get_parameter_source
+    try:
+        if model not in NETWORK_MODELS:
+            raise ParameterError("model", model, f"a model with a network form, with --network: "
+                                 f"{', '.join(NETWORK_MODELS)}")
+        if rtts is not None:
+            raise ParameterError("--rtts", rtts, "no --rtts with --network: the network file gives each flow's "
+                                 "RTT (its links' delays and access_delay)")
+        if source("rtol") == click.core.ParameterSource.COMMANDLINE:
+            raise ParameterError("--rtol", "given", "no --rtol with --network: network models are integrated with "
+                                 "fixed-step RK4 (set --steps-per-delay)")
+        values = {}
+        for text in sets:
+            if "=" not in text:
+                raise ParameterError("--set", text, "NAME=VALUE, e.g. alpha=0.4 or kappa=0.25")
+            name, _, value = (part.strip() for part in text.partition("="))
+            if not value:
+                raise ParameterError(f"--set {name}", value, "a value")
+            values[name] = units.parse_number(f"--set {name}", value)
+        network = Network.load(network_file)
+        duration_s = units.parse_time("--duration", duration) if duration is not None else None
+        save_step_s = None
+        if source("saves_per_rtt") == click.core.ParameterSource.COMMANDLINE:
+            if saves_per_rtt < 1:
+                raise ParameterError("--saves-per-rtt", saves_per_rtt, "a whole number >= 1")
+            save_step_s = float(network.rtt_s.min()) / saves_per_rtt
+        dataset = simulate_network(model, network, values, duration_s=duration_s, save_step_s=save_step_s,
+                                   steps_per_delay=steps_per_delay, command=_command_line())
+    except FluidccError as error:
+        _fail(error)
+    packet_bytes = _file_packet_bytes(Path(network_file))
+    dataset.attrs["packet_bytes"] = packet_bytes
+    dataset.attrs["network_file"] = str(network_file)
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if fmt == "netcdf":
+        data_path = out_dir / "timeseries.nc"
+        dataset.to_netcdf(data_path, engine="scipy")
+    else:
+        data_path = out_dir / "timeseries.csv"
+        columns = dataset.reset_coords(drop=True)  # rtt, capacity: constants, not time series
+        per_flow = columns[["rate", "maxmin_rate", "rate_over_maxmin"]].to_dataframe().unstack("flow")
+        per_flow.columns = [f"{name}_{flow}" for name, flow in per_flow.columns]
+        per_link = columns[[n for n in ("utilization", "load", "queue") if n in dataset]].to_dataframe()
+        per_link = per_link.unstack("link")
+        per_link.columns = [f"{name}_{link}" for name, link in per_link.columns]
+        per_flow.join(per_link).to_csv(data_path)
+    figure_path = out_dir / "timeseries.png"
+    network_rates_figure(dataset, figure_path, title=f"{model} on {Path(network_file).name}: rates and max-min "
+                                                     f"fair rates (dashed)")
+    end = float(dataset["time"].values[-1])
+    click.echo(f"status: {dataset.attrs['status_message']}")
+    click.echo(f"rates at t = {end:g} s ({model}; packets of {packet_bytes} bytes)")
+    rows = []
+    for i, name in enumerate(dataset["flow"].values):
+        rate = float(dataset["rate"].values[-1, i])
+        fair = float(dataset["maxmin_rate"].values[-1, i])
+        ratio = f"{rate / fair:.4f}" if fair > 0 else "(not sending)"
+        rows.append([str(name), f"{units.pps_to_mbps(rate, packet_bytes):.6g}",
+                     f"{units.pps_to_mbps(fair, packet_bytes):.6g}", ratio])
+    click.echo(_text_table(["flow", "rate Mb/s", "max-min Mb/s", "rate / max-min"], rows))
+    click.echo("")
+    click.echo(f"settling: time after each start or stop until every sending flow stays within "
+               f"{SETTLING_TOLERANCE:.0%} of its max-min rate")
+    phase_rows = []
+    for row in settling_times(dataset, tolerance=SETTLING_TOLERANCE):
+        stop = min(row["stop_s"], end)
+        settle = (f"{row['settling_s']:.3g} s" if math.isfinite(row["settling_s"])
+                  else "not settled")
+        phase_rows.append([f"[{row['start_s']:g}, {stop:g}] s", settle, f"{row['final_deviation']:.3g}"])
+    click.echo(_text_table(["phase", "settling", "max |rate/max-min - 1| at end"], phase_rows))
     click.echo(f"wrote {data_path} and {figure_path}")
 
 

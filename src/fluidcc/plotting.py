@@ -172,3 +172,62 @@ def stability_figure(dataset: xr.Dataset, path: str | Path | None = None, curves
         fig.savefig(path, dpi=120)
         plt.close(fig)
     return fig
+
+
+#: Flows drawn with a legend entry each; larger networks get a note instead of a legend.
+_LEGEND_FLOWS = 12
+#: Overshoot (relative to the largest max-min rate, or to full utilization) beyond which
+#: `network_rates_figure` draws a panel on a logarithmic axis.
+_LOG_OVERSHOOT = 5.0
+
+
+def network_rates_figure(dataset: xr.Dataset, path: str | Path | None = None, *, title: str | None = None):
+    """Per-flow rates (Mb/s) over time with each flow's max-min fair rate dashed in the same
+    colour, and each link's utilization (load / capacity) over time, of a
+    `fluidcc.sweep.simulate_network` dataset.
+
+    Rates are converted with the dataset's ``packet_bytes`` attribute (default 1000 bytes per
+    packet). A flow's rate is drawn only while it sends (its max-min rate is then > 0). A panel
+    whose values overshoot more than `_LOG_OVERSHOOT` times the largest max-min rate (or a
+    utilization of 1), as MIAIMD's multiplicative start-up does, gets a logarithmic axis so that
+    the equilibrium stays readable.
+    """
+    from .units import DEFAULT_PACKET_BYTES, pps_to_mbps
+
+    packet_bytes = int(dataset.attrs.get("packet_bytes", DEFAULT_PACKET_BYTES))
+    t = dataset["time"].values
+    rates = pps_to_mbps(dataset["rate"].values, packet_bytes)
+    fair = pps_to_mbps(dataset["maxmin_rate"].values, packet_bytes)
+    utilization = dataset["utilization"].values
+    flows = [str(name) for name in dataset["flow"].values]
+    links = [str(name) for name in dataset["link"].values]
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True, constrained_layout=True,
+                             gridspec_kw={"height_ratios": [2, 1]})
+    sending = fair > 0
+    for i, name in enumerate(flows):
+        colour = f"C{i % 10}"
+        axes[0].plot(t, np.where(sending[:, i], rates[:, i], np.nan), color=colour, lw=1.0, label=name)
+        axes[0].plot(t, np.where(sending[:, i], fair[:, i], np.nan), color=colour, lw=1.0, ls="--")
+    axes[0].plot([], [], color="k", ls="--", lw=1.0, label="max-min fair rate")
+    if len(flows) <= _LEGEND_FLOWS:
+        axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    else:
+        axes[0].text(0.99, 0.98, f"{len(flows)} flows; dashed: max-min fair rates", transform=axes[0].transAxes,
+                     ha="right", va="top", fontsize=8)
+    axes[0].set_ylabel("rate [Mb/s]")
+    with np.errstate(invalid="ignore"):
+        if np.nanmax(np.where(sending, rates, np.nan), initial=0.0) > _LOG_OVERSHOOT * np.max(fair, initial=0.0) > 0:
+            axes[0].set_yscale("log")
+        if np.nanmax(utilization, initial=0.0) > _LOG_OVERSHOOT:
+            axes[1].set_yscale("log")
+    for l, name in enumerate(links):
+        axes[1].plot(t, utilization[:, l], lw=1.0, label=name)
+    axes[1].axhline(1.0, color="k", ls=":", lw=0.8)
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    axes[1].set_ylabel("link utilization")
+    axes[1].set_xlabel("time [s]")
+    axes[0].set_title(title or dataset.attrs.get("title", "simulation on a network"))
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig
