@@ -81,6 +81,14 @@ def test_help_states_units(runner):
     assert "miaimd" in runner.invoke(main, ["models"]).output
 
 
+def test_models_lists_the_network_forms_with_their_defaults(runner):
+    output = runner.invoke(main, ["models"]).output
+    for line in ("ixcp --network", "xcp --network", "miaimd --network"):
+        assert line in output
+    ixcp = output.split("ixcp --network")[1].split("miaimd --network")[0]
+    assert "gamma           default 0.1" in ixcp
+
+
 def test_stability_both_methods_write_dataset_and_figure(runner, tmp_path):
     result = runner.invoke(main, ["stability", "miaimd", "--grid", "kappa=0.2:2.6:7", "--grid", "rtt=20ms,100ms",
                                   "--horizon-rtts", "150", "--out", str(tmp_path)])

@@ -78,6 +78,19 @@ def models_command() -> None:
         for p in entry.parameters:
             unit = f" [{p.unit}]" if p.unit else ""
             click.echo(f"  {p.name:<15} default {p.default:<12.6g}{unit}  {p.help}")
+    from .sweep._network import NETWORK_DEFAULTS
+
+    click.echo("per-flow models on a network (fluidcc simulate MODEL --network FILE; link capacities, delays "
+               "and flows come from the file):")
+    descriptions = {
+        "xcp": "XCP, iXCP paper eqs. (1)-(2): efficiency and fairness controllers per link",
+        "ixcp": "iXCP, iXCP paper eq. (3): shuffling only among the flows bottlenecked at the link",
+        "miaimd": "MIAIMD, VCP paper eq. (16): each flow follows the largest load factor on its path",
+    }
+    for name, defaults in NETWORK_DEFAULTS.items():
+        click.echo(f"{name} --network: {descriptions[name]}")
+        for parameter, default in defaults.items():
+            click.echo(f"  {parameter:<15} default {default:<12.6g}")
 
 
 @main.command("simulate")
