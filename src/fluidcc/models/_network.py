@@ -109,11 +109,6 @@ class NetworkLayout:
         return jnp.max(jnp.where(self.path_mask, values, -jnp.inf), axis=1)
 
 
-def check_flow_index(network: Network, flows) -> np.ndarray:
-    """Flow positions from names or positions (for selecting flows in results)."""
-    return np.asarray([network.flow_index(f) if isinstance(f, str) else int(f) for f in flows], dtype=int)
-
-
 @dataclass(frozen=True)
 class FixedPoint:
     """An equilibrium found by `active_set_fixed_point`.

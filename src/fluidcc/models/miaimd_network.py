@@ -142,14 +142,6 @@ class MIAIMDNetwork(DDESystem):
         """Per-flow rates w_i / T_i (packets/s) from windows of shape (..., N)."""
         return np.asarray(windows) / self.network.rtt_s
 
-    def load_factors(self, times, windows, params, point: int = 0) -> np.ndarray:
-        """rho_l(t) at saved times (S,) from saved windows (S, N) of one point (shifts ignored:
-        the windows are taken at the same time, as at an equilibrium). Shape (S, L)."""
-        capacity = np.asarray(params.capacity_pps)[point]
-        gamma = float(np.asarray(params.gamma)[point])
-        active = np.stack([self.network.active(t) for t in np.asarray(times)])
-        return (active * self.rates(windows)) @ self.network.routing_matrix.T / (gamma * capacity)
-
     def equilibrium(self, params, point: int = 0, at: float | None = None) -> dict:
         """The equilibrium of one point of the batch, by Theorem 2's construction and by root finding.
 
