@@ -28,13 +28,20 @@ return path); equilibria do not depend on that split.
 **The bottleneckId mechanism in fluid form (iXCP).** A packet's bottleneckId is the link whose
 feedback was smallest on its last trip, and the sender learns it one RTT later. fluidcc keeps
 m_il as a state relaxing towards that choice with time constant T_i:
-m_il' = ([l = argmin_k W_ik] - m_il) / T_i. At an equilibrium a flow receives zero feedback from
-every saturated link it crosses (phi = 0 there and it shares no shuffle unless it is a member),
-so "smallest feedback" alone ties; the protocol leaves a link where it shares the shuffle with
-flows of larger rate (it receives positive feedback there) for one that gives it less. W_il is
-therefore the feedback flow i would receive at l as a member of the link's bottlenecked flows,
-which breaks those ties the way the protocol does. Flows start with m = 1 on the first link of
-their route (the access link, as the paper initializes bottleneckId).
+m_il' = (target_il - m_il) / T_i, where target_i puts weight on the links whose feedback F_il is
+the smallest on the path (within `TIE_TOLERANCE`). Ties are the rule, not the exception: at a
+saturated link phi = 0, so a flow that is not a member receives exactly zero there. Among tied
+links the target is shared in proportion to m_il + `MEMBERSHIP_SEED` (the protocol replaces the
+bottleneckId only on strictly smaller feedback, and its per-packet alternation between tied links
+is what lets a flow gain at two saturated links in turn); when the link where a flow is a member
+stops binding, the whole target moves to the binding links. Flows start with m = 1 on the first
+link of their route (the access link, as the paper initializes bottleneckId).
+
+For the fixed point (`equilibrium`), a flow's link is chosen by W_il, the feedback it would
+receive at l as one of l's bottlenecked flows: zero at its max-min bottleneck, positive at a
+saturated link whose bottlenecked flows send more than it does. That is the assignment the
+protocol settles on (a flow that declares such a link receives positive feedback there and moves
+to the link that gives it less).
 
 Equilibrium: every flow obeys a link whose feedback is zero; `equilibrium` solves the fluid
 equations for it directly (`fluidcc.models._network.active_set_fixed_point`). XCP's equilibrium
@@ -42,9 +49,10 @@ is not max-min fair (iXCP paper section 2.2): a link whose flows are bottlenecke
 settles at a utilization of at least alpha / (alpha + gamma) (80 % with the defaults); iXCP's is
 max-min fair (the paper's Theorem 1).
 
-Defaults alpha = 0.4, beta = 0.226, gamma = 0.1. A flow starts at `initial_rate` (default one
-packet per RTT), keeps it until its first feedback returns, and its rate is frozen (and not
-counted) after it stops.
+Defaults alpha = 0.4, beta = 0.226, gamma = 0.1. Every flow's rate is `initial_rate` (default
+one packet per RTT) until it reacts: a flow starting at s > 0 keeps it until its first feedback
+returns (t = s + T_i); flows starting at 0 were sending on the history interval (the network at
+that rate, queues empty) and react from t = 0. A stopped flow's rate is frozen and not counted.
 """
 
 from __future__ import annotations
