@@ -1,0 +1,27 @@
+"""The reproduction scripts in examples/ run to the end in their quick mode and write their results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.mark.slow
+def test_xcp_vs_ixcp_quick_run_writes_its_results(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(EXAMPLES_DIR / "xcp_vs_ixcp.py"), "--quick", "--out", str(tmp_path)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ("fig1_2.png", "fig1_2.csv", "fig6_7.png", "fig6_7_settling.csv", "parking_lot.csv", "results.json"):
+        assert (tmp_path / name).is_file(), name
+    results = json.loads((tmp_path / "results.json").read_text())
+    ixcp_phases = results["fig6_7"]["ixcp"]["phases"]
+    assert len(ixcp_phases) == 3 and all(p["settling_s"] is not None and p["settling_s"] <= 10.0 for p in ixcp_phases)
+    assert all(p["settling_s"] is None for p in results["fig6_7"]["xcp"]["phases"])  # XCP never within 2 %
+    for row in results["fig1_2"]["rows"]:
+        assert row["simulated_short_mbps"] == pytest.approx(row["fixed_point_short_mbps"], rel=5e-3), row
