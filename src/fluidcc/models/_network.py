@@ -81,6 +81,11 @@ class NetworkLayout:
         stop = jnp.asarray(self.network.stop_s)
         return (((t >= start) | (start <= 0.0)) & (t < stop)).astype(jnp.float64)
 
+    def equilibrium_flows(self, at: float | None = None) -> np.ndarray:
+        """Which flows an equilibrium is computed for, bool (N,): those active at time `at`
+        (seconds), or by default those that never stop."""
+        return self.network.active(at) if at is not None else ~np.isfinite(self.network.stop_s)
+
     @functools.cached_property
     def routing(self) -> np.ndarray:
         """R (L, N): 1 where flow i crosses link l. Dense: faster than scatters on a CPU for the

@@ -151,7 +151,7 @@ class MIAIMDNetwork(DDESystem):
         root finder's `residual` and the largest relative difference between the two methods.
         """
         network = self.network
-        active = network.active(at) if at is not None else ~np.isfinite(network.stop_s)
+        active = self.layout.equilibrium_flows(at)
         kappa, alpha, gamma = (float(np.asarray(getattr(params, f))[point]) for f in ("kappa", "alpha", "gamma"))
         capacity = np.asarray(params.capacity_pps, dtype=np.float64)[point]
         rtt = network.rtt_s

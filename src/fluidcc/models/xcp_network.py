@@ -341,7 +341,7 @@ class XCPNetwork(DDESystem):
         from ..maxmin import maxmin
 
         network = self.network
-        active = network.active(at) if at is not None else ~np.isfinite(network.stop_s)
+        active = self.layout.equilibrium_flows(at)
         one = jax.tree_util.tree_map(lambda a: jnp.asarray(np.asarray(a)[point]), params)
         capacity = np.asarray(params.capacity_pps, dtype=np.float64)[point]
         index = np.flatnonzero(active)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 
@@ -17,11 +18,23 @@ from ._simulate import _provenance
 
 NETWORK_MODELS = ("xcp", "ixcp", "miaimd")
 
-#: Parameters each network model takes (SI units) and their defaults.
+#: The scalar parameters a user sets for each network model (the rest come from the network).
+_USER_PARAMETERS = {
+    "xcp": ("alpha", "beta", "gamma"),
+    "ixcp": ("alpha", "beta", "gamma"),
+    "miaimd": ("kappa", "alpha", "gamma", "initial_window"),
+}
+
+
+def _builder(model: str):
+    return miaimd_network.network_params if model == "miaimd" else xcp_network.network_params
+
+
+#: Parameters each network model takes (SI units) and their defaults, read from the models' own
+#: `network_params`, so the two cannot disagree.
 NETWORK_DEFAULTS = {
-    "xcp": {"alpha": 0.4, "beta": 0.226, "gamma": 0.1},
-    "ixcp": {"alpha": 0.4, "beta": 0.226, "gamma": 0.1},
-    "miaimd": {"kappa": 0.25, "alpha": 1.0, "gamma": 0.98, "initial_window": 1.0},
+    model: {name: inspect.signature(_builder(model)).parameters[name].default for name in names}
+    for model, names in _USER_PARAMETERS.items()
 }
 
 #: Default horizon after the last start or stop (seconds): MIAIMD's fairness converges slowly.
@@ -37,9 +50,10 @@ def network_model(model: str, network: Network, values: dict[str, float] | None 
         if name not in merged:
             raise ParameterError("parameter", name, f"a parameter of {model} on a network: {', '.join(merged)}")
         merged[name] = float(value)
+    params = _builder(model)(network, **merged)
     if model == "miaimd":
-        return miaimd_network.MIAIMDNetwork(network), miaimd_network.network_params(network, **merged), merged
-    return xcp_network.XCPNetwork(network, model), xcp_network.network_params(network, **merged), merged
+        return miaimd_network.MIAIMDNetwork(network), params, merged
+    return xcp_network.XCPNetwork(network, model), params, merged
 
 
 def simulate_network(
