@@ -23,7 +23,9 @@ Layout (per point; the whole kernel is vmapped over the batch and jitted once pe
   projected onto [0, inf) after every step (the projected RK4 step), and so are their
   interpolated delayed and saved values. The model's field already stops them at 0; the
   projection removes the small negative value a step crossing 0 (or an interpolant between two
-  nodes near 0) would leave.
+  nodes near 0) would leave. What the projection adds to a component is subtracted from the
+  component the model names in `DDESystem.projection_ledger` (a departures counter), so a
+  model's fluid accounting stays exact.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class KernelShape:
     save_slots: int  # P: most save times in one chunk
     log_mask: tuple[bool, ...]
     nonnegative_mask: tuple[bool, ...] = ()
+    ledger: tuple[int, ...] = ()  # per component: where its projection correction is booked (-1: none)
 
 
 def _hermite(z0, z1, f0, f1, theta, h):
@@ -123,6 +126,13 @@ def _integrate_point(system: DDESystem, shape: KernelShape, params, t_final, sav
     field = functools.partial(_field, system, params, log_mask)
     nonnegative = np.asarray(shape.nonnegative_mask or (False,) * n, dtype=bool) & ~log_mask
     project = bool(nonnegative.any())
+    ledger = np.asarray(shape.ledger or (-1,) * n)
+    booked = project and bool(np.any(ledger[nonnegative] >= 0))
+    if booked:  # book[i, j] = 1: what the projection adds to component i is taken from j
+        book = np.zeros((n, n))
+        rows = np.flatnonzero(nonnegative & (ledger >= 0))
+        book[rows, ledger[rows]] = 1.0
+        book = jnp.asarray(book)
 
     if K == 1 and H == 1:
         delay_index, delay_theta = _static_delay_positions(shape)
@@ -156,7 +166,10 @@ def _integrate_point(system: DDESystem, shape: KernelShape, params, t_final, sav
             k4 = field(t + h, z + h * k3, d1)
             z_next = z + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
             if project:
-                z_next = jnp.where(nonnegative, jnp.maximum(z_next, 0.0), z_next)
+                projected = jnp.where(nonnegative, jnp.maximum(z_next, 0.0), z_next)
+                if booked:
+                    projected = projected - (projected - z_next) @ book
+                z_next = projected
             return z_next, (z_next, k1)
 
         z_start = buf_z[-1]

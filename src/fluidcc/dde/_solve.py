@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import time
 from typing import Any, Callable
 
@@ -107,7 +108,8 @@ def solve(
         [0, t_final]; None saves the final state only.
     method: "rk4" (the JAX engine), "scipy" (the SciPy reference: DOP853 by the method of steps,
         rtol 1e-11; slow, for tests and benchmarks) or "ddeint" (kept for comparison only).
-    steps_per_delay: RK4 steps per smallest delay (the step is h = tau_min / steps_per_delay).
+    steps_per_delay: RK4 steps per smallest delay (the step is h = tau_min / steps_per_delay);
+        raised (to a power of two) where the model's `max_step` asks for a smaller step.
     rtol: if given, each point is also integrated at half the resolution, and points whose
         estimated error exceeds rtol are integrated again at twice the resolution, up to
         `max_steps_per_delay`. The estimate is |z_M - z_{M/2}| / 15 (Richardson, order 4),
@@ -155,8 +157,11 @@ def solve(
     n_states = system.state_size(one_point)
     log_mask = tuple(bool(b) for b in system.log_components(one_point)) if log_space else (False,) * n_states
     nonnegative = tuple(bool(b) for b in system.nonnegative_components(one_point))
+    ledger = tuple(int(i) for i in system.projection_ledger(one_point))
+    steps_per_delay = max(steps_per_delay, _steps_for_max_step(system, params, delays))
+    max_steps_per_delay = max(max_steps_per_delay, steps_per_delay)
     runner = _Runner(system, params, delays, t_final_arr, grid, n_states, log_mask, batch_chunk, progress,
-                     nonnegative)
+                     nonnegative, ledger)
 
     if rtol is None:
         z, over, nan = runner.run(np.arange(size), steps_per_delay)
@@ -178,6 +183,18 @@ def solve(
         "rtol": rtol,
     }
     return Solution(grid, ys, status, messages, names, "rk4", used, error, info)
+
+
+def _steps_for_max_step(system: DDESystem, params: Any, delays: np.ndarray) -> int:
+    """Fewest steps per smallest delay that respect the model's `max_step` at every point
+    (a power of two, like the refinement levels); 1 if the model sets no limit."""
+    point0 = jax.tree_util.tree_map(lambda a: a[0], params)
+    if system.max_step(point0) is None:
+        return 1
+    limit = np.asarray(jax.vmap(system.max_step)(params), dtype=np.float64).reshape(-1)
+    ratio = np.min(delays, axis=1) / np.where(limit > 0, limit, np.nan)
+    needed = float(np.nanmax(ratio)) if np.any(np.isfinite(ratio)) else 1.0
+    return _round_up_pow2(int(math.ceil(needed - 1e-9)))
 
 
 def _check_resolution(name: str, value: int) -> None:
@@ -205,7 +222,7 @@ class _Runner:
     """Runs the kernel over any subset of the batch, chunked and padded to a fixed size."""
 
     def __init__(self, system, params, delays, t_final, grid, n_states, log_mask, batch_chunk, progress,
-                 nonnegative=()):
+                 nonnegative=(), ledger=()):
         self.system = system
         self.params = params
         self.delays = delays
@@ -216,6 +233,7 @@ class _Runner:
         self.batch_chunk = batch_chunk
         self.progress = progress
         self.nonnegative = nonnegative
+        self.ledger = ledger
         self.history_chunks = history_chunks(delays)
         self.tau_min = np.min(delays, axis=1)
         self.devices = jax.local_devices()
@@ -247,6 +265,7 @@ class _Runner:
                 save_slots=_round_up_pow2(slots),
                 log_mask=self.log_mask,
                 nonnegative_mask=self.nonnegative,
+                ledger=self.ledger,
             )
             device = self.devices[(start // chunk) % len(self.devices)]
             put = functools.partial(jax.device_put, device=device)

@@ -55,6 +55,26 @@ class DDESystem:
         """For each component, whether it is kept >= 0 by projection (a queue at an empty buffer)."""
         return (False,) * self.state_size(params)
 
+    def projection_ledger(self, params: Any) -> tuple[int, ...]:
+        """For each component, the component that books what the projection at 0 adds to it (-1: none).
+
+        A step that carries a queue below 0 served fluid that was not there; projecting the queue
+        back to 0 adds that amount. A model that counts departures in a state names it here, and
+        the engine subtracts the same amount from it, so arrivals = departures + queue holds to
+        rounding (`fluidcc.models.rcp_network` uses it for its conservation accounting).
+        """
+        return (-1,) * self.state_size(params)
+
+    def max_step(self, params: Any):
+        """The largest RK4 step (seconds) the model's fastest relaxation allows, or None.
+
+        A model with a state that relaxes at a known rate lambda (a moving average) returns about
+        1 / lambda; `fluidcc.dde.solve` then takes at least tau_min / max_step steps per smallest
+        delay, so the explicit method stays stable (lambda h <= 1, inside RK4's region). Evaluated
+        per point (JAX, traceable); None (the default) sets no limit.
+        """
+        return None
+
     def delays(self, params: Any) -> jnp.ndarray:
         """The K constant delays of one parameter point, in seconds, shape (K,), all > 0."""
         return jnp.stack([jnp.asarray(d) for d in self.delay_terms(params)])
