@@ -10,6 +10,7 @@ from . import errors as errors
 from . import maxmin as maxmin
 from . import models as models
 from . import network as network
+from . import sharing as sharing
 from . import units as units
 
-__all__ = ["__version__", "dde", "errors", "maxmin", "models", "network", "units"]
+__all__ = ["__version__", "dde", "errors", "maxmin", "models", "network", "sharing", "units"]
