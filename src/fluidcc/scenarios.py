@@ -11,6 +11,10 @@ Papers:
   IFIP Networking 2007 (journal version: X. Yang, Y. Lu, L. Zan, Computer Networks, 2010).
 * VCP: Y. Xia, L. Subramanian, I. Stoica, S. Kalyanaraman, "One more bit is enough",
   SIGCOMM 2005 (journal version: IEEE/ACM Transactions on Networking, 2008).
+* RCP: N. Dukkipati, M. Kobayashi, R. Zhang-Shen, N. McKeown, "Processor sharing flows in the
+  Internet", IWQoS 2005.
+* QCP: "A network congestion control protocol to more quickly finish flows" (Quick congestion
+  Control Protocol).
 """
 
 from __future__ import annotations
@@ -119,4 +123,53 @@ def random_network(n_links: int, n_flows: int, *, seed: int, max_route_links: in
         hops = int(rng.integers(1, longest + 1))
         route = rng.choice(n_links, size=hops, replace=False)
         flows.append(Flow(f"f{i}", tuple(f"l{l}" for l in route)))
+    return Network(links, tuple(flows))
+
+
+def _whole(name: str, value, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ParameterError(name, value, f"a whole number >= {minimum}")
+
+
+def rcp_fig2(*, n_flows: int = 20, capacity_mbps: float = 100.0, rtt_ms: float = 100.0) -> Network:
+    """RCP paper, Fig. 2: long-lived flows join and leave one link; C/R(t) should track N(t).
+
+    One link ``l`` of `capacity_mbps` with one-way delay rtt_ms / 2. `n_flows` flows ``a[k]``
+    start at t = 0 and finish at t = 100 s; `n_flows` flows ``b[k]`` start at t = 40 s. So N(t) =
+    20, 40, 20 on [0, 40), [40, 100), [100, ...) s with the defaults. The paper's text does not
+    give the link's capacity or RTT; C/R converges to N for any (section 2.3).
+    """
+    _whole("n_flows", n_flows)
+    link = Link("l", mbps_to_pps(capacity_mbps), ms_to_s(rtt_ms) / 2.0)
+    flows = [Flow(f"a[{k}]", ("l",), stop_s=100.0) for k in range(n_flows)]
+    flows += [Flow(f"b[{k}]", ("l",), start_s=40.0) for k in range(n_flows)]
+    return Network((link,), tuple(flows))
+
+
+def qcp_table2(*, n_flows: int = 10) -> Network:
+    """QCP paper, Table 2 (estimation of N, its Fig. 3): `n_flows` long-lived flows ``f[k]`` that
+    start together on one 20 Mb/s link ``l`` with 50 ms propagation delay (RTT 100 ms)."""
+    _whole("n_flows", n_flows)
+    link = Link("l", mbps_to_pps(20.0), ms_to_s(50.0))
+    return Network((link,), tuple(Flow(f"f[{k}]", ("l",)) for k in range(n_flows)))
+
+
+def qcp_fig10(*, n_group0: int = 5, n_group1: int = 5, capacity0_mbps: float = 5.0,
+              capacity1_mbps: float = 20.0) -> Network:
+    """QCP paper, Figs. 10/11: two groups of flows on two bottleneck links, in fluid form.
+
+    The paper's text does not give the topology's numbers; fluidcc's version: link ``l0``
+    (`capacity0_mbps`, 20 ms one-way) then link ``l1`` (`capacity1_mbps`, 30 ms one-way). Group 0,
+    flows ``g0[k]``, crosses ``l0`` then ``l1`` (RTT 100 ms); group 1, flows ``g1[k]``, crosses
+    ``l1`` only (RTT 60 ms). Group 0 is held at ``l0``; ``l1`` is shared with it and is group 1's
+    bottleneck. Max-min with the defaults: group 0 at 1 Mb/s each, group 1 at (20 - 5) / 5 = 3
+    Mb/s each. Processor sharing at ``l1`` would offer 20/10 = 2 Mb/s to all and leave 5 Mb/s
+    unused; efficient sharing (QCP Definition 1) gives it to group 1.
+    """
+    _whole("n_group0", n_group0)
+    _whole("n_group1", n_group1)
+    links = (Link("l0", mbps_to_pps(capacity0_mbps), ms_to_s(20.0)),
+             Link("l1", mbps_to_pps(capacity1_mbps), ms_to_s(30.0)))
+    flows = [Flow(f"g0[{k}]", ("l0", "l1")) for k in range(n_group0)]
+    flows += [Flow(f"g1[{k}]", ("l1",)) for k in range(n_group1)]
     return Network(links, tuple(flows))

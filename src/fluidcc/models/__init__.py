@@ -3,20 +3,25 @@
 from . import miaimd as miaimd
 from . import miaimd_network as miaimd_network
 from . import qcp as qcp
+from . import qcp_network as qcp_network
 from . import rcp as rcp
+from . import rcp_network as rcp_network
 from . import xcp as xcp
 from . import xcp_network as xcp_network
 from .miaimd import MIAIMD as MIAIMD
 from .miaimd import MIAIMDAggregate as MIAIMDAggregate
 from .miaimd_network import MIAIMDNetwork as MIAIMDNetwork
 from .qcp import QCPAggregate as QCPAggregate
+from .qcp_network import QCPNetwork as QCPNetwork
 from .rcp import RCPAggregate as RCPAggregate
+from .rcp_network import RCPNetwork as RCPNetwork
 from .xcp import EfficiencyLoop as EfficiencyLoop
 from .xcp import XCPAggregate as XCPAggregate
 from .xcp_network import XCPNetwork as XCPNetwork
 
-__all__ = ["MIAIMD", "MIAIMDAggregate", "MIAIMDNetwork", "EfficiencyLoop", "QCPAggregate", "RCPAggregate",
-           "XCPAggregate", "XCPNetwork", "miaimd", "miaimd_network", "qcp", "rcp", "xcp", "xcp_network"]
+__all__ = ["MIAIMD", "MIAIMDAggregate", "MIAIMDNetwork", "EfficiencyLoop", "QCPAggregate", "QCPNetwork",
+           "RCPAggregate", "RCPNetwork", "XCPAggregate", "XCPNetwork", "miaimd", "miaimd_network", "qcp",
+           "qcp_network", "rcp", "rcp_network", "xcp", "xcp_network"]
 
 from ._registry import REGISTRY as REGISTRY  # noqa: E402
 from ._registry import get_model as get_model  # noqa: E402
