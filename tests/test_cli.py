@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -83,10 +85,14 @@ def test_help_states_units(runner):
 
 def test_models_lists_the_network_forms_with_their_defaults(runner):
     output = runner.invoke(main, ["models"]).output
-    for line in ("ixcp --network", "xcp --network", "miaimd --network"):
+    for line in ("ixcp --network", "xcp --network", "miaimd --network", "rcp --network", "qcp --network"):
         assert line in output
     ixcp = output.split("ixcp --network")[1].split("miaimd --network")[0]
-    assert "gamma           default 0.1" in ixcp
+    assert re.search(r"gamma +default 0.1\b", ixcp)
+    rcp = output.split("rcp --network")[1].split("qcp --network")[0]
+    assert re.search(r"rtt_gain +default 0.02\b", rcp) and re.search(r"rate_interval +default 0.01\b", rcp)
+    qcp = output.split("qcp --network")[1]
+    assert re.search(r"control_interval +default \(per link\)", qcp)
 
 
 def test_stability_both_methods_write_dataset_and_figure(runner, tmp_path):
@@ -241,7 +247,9 @@ def test_simulate_on_a_network_to_csv(runner, tmp_path):
     "args, expected",
     [
         (["simulate", "ixcp"], "--network"),
-        (["simulate", "rcp", "--network", "{fig6}"], "model = 'rcp'"),
+        (["simulate", "tcp", "--network", "{fig6}"], "model = 'tcp'"),
+        (["simulate", "rcp", "--network", "{fig6}", "--set", "rate_interval=0"], "rate_interval = 0"),
+        (["simulate", "qcp", "--network", "{fig6}", "--set", "control_interval=-0.1"], "control_interval = -0.1"),
         (["simulate", "xcp", "--network", "{fig6}", "--set", "kappa=0.2"], "parameter = 'kappa'"),
         (["simulate", "xcp", "--network", "{fig6}", "--set", "alpha=fast"], "--set alpha = 'fast'"),
         (["simulate", "xcp", "--network", "{fig6}", "--set", "alpha=-1"], "alpha = -1"),

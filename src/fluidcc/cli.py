@@ -16,7 +16,7 @@ from .errors import FluidccError, ParameterError
 
 #: Models `fluidcc simulate --network` integrates per flow (as `fluidcc.sweep.NETWORK_MODELS`,
 #: named here so that the help text does not import JAX).
-NETWORK_MODEL_NAMES = ("xcp", "ixcp", "miaimd")
+NETWORK_MODEL_NAMES = ("xcp", "ixcp", "miaimd", "rcp", "qcp")
 
 #: Tolerance of the settling times `fluidcc simulate --network` prints (relative to max-min).
 SETTLING_TOLERANCE = 0.02
@@ -86,11 +86,16 @@ def models_command() -> None:
         "xcp": "XCP, iXCP paper eqs. (1)-(2): efficiency and fairness controllers per link",
         "ixcp": "iXCP, iXCP paper eq. (3): shuffling only among the flows bottlenecked at the link",
         "miaimd": "MIAIMD, VCP paper eq. (16): each flow follows the largest load factor on its path",
+        "rcp": "RCP, RCP paper eq. (2): one rate per link, flows take the smallest on their path",
+        "qcp": "QCP, QCP paper eqs. (4), (12): one rate per link from the count of the flows' rates",
     }
+    notes = {"control_interval": "s; default: each link's mean RTT", "rate_interval": "s (tau)"}
     for name, defaults in NETWORK_DEFAULTS.items():
         click.echo(f"{name} --network: {descriptions[name]}")
         for parameter, default in defaults.items():
-            click.echo(f"  {parameter:<15} default {default:<12.6g}")
+            shown = f"{default:<12.6g}" if default is not None else f"{'(per link)':<12}"
+            note = f"  [{notes[parameter]}]" if parameter in notes else ""
+            click.echo(f"  {parameter:<21} default {shown}{note}")
 
 
 @main.command("simulate")
@@ -230,7 +235,8 @@ def _simulate_on_network(model, network_file, sets, rtts, duration, saves_per_rt
         columns = dataset.reset_coords(drop=True)  # rtt, capacity: constants, not time series
         per_flow = columns[["rate", "maxmin_rate", "rate_over_maxmin"]].to_dataframe().unstack("flow")
         per_flow.columns = [f"{name}_{flow}" for name, flow in per_flow.columns]
-        per_link = columns[[n for n in ("utilization", "load", "queue") if n in dataset]].to_dataframe()
+        link_series = ("utilization", "load", "queue", "offered_rate", "flow_estimate")
+        per_link = columns[[n for n in link_series if n in dataset]].to_dataframe()
         per_link = per_link.unstack("link")
         per_link.columns = [f"{name}_{link}" for name, link in per_link.columns]
         per_flow.join(per_link).to_csv(data_path)
@@ -248,6 +254,19 @@ def _simulate_on_network(model, network_file, sets, rtts, duration, saves_per_rt
         rows.append([str(name), f"{units.pps_to_mbps(rate, packet_bytes):.6g}",
                      f"{units.pps_to_mbps(fair, packet_bytes):.6g}", ratio])
     click.echo(_text_table(["flow", "rate Mb/s", "max-min Mb/s", "rate / max-min"], rows))
+    if "flow_estimate" in dataset:
+        click.echo("")
+        sending = (dataset["rate"].values[-1] > 0).astype(float)
+        counts = network.routing_matrix @ sending
+        link_rows = []
+        for l, name in enumerate(dataset["link"].values):
+            row = [str(name), f"{units.pps_to_mbps(float(dataset['offered_rate'].values[-1, l]), packet_bytes):.6g}",
+                   f"{float(dataset['flow_estimate'].values[-1, l]):.4g}",
+                   f"{float(dataset['utilization'].values[-1, l]):.4f}", f"{float(dataset['queue'].values[-1, l]):.4g}"]
+            row.insert(3, f"{counts[l]:g}")
+            link_rows.append(row)
+        header = ["link", "offered Mb/s", "flow estimate", "flows sending", "utilization", "queue packets"]
+        click.echo(_text_table(header, link_rows))
     click.echo("")
     click.echo(f"settling: time after each start or stop until every sending flow stays within "
                f"{SETTLING_TOLERANCE:.0%} of its max-min rate")

@@ -12,22 +12,28 @@ import xarray as xr
 from ..dde import solve
 from ..errors import ParameterError
 from ..maxmin import maxmin_at
-from ..models import miaimd_network, xcp_network
+from ..models import miaimd_network, qcp_network, rcp_network, xcp_network
 from ..network import Network
 from ._simulate import _provenance
 
-NETWORK_MODELS = ("xcp", "ixcp", "miaimd")
+NETWORK_MODELS = ("xcp", "ixcp", "miaimd", "rcp", "qcp")
 
 #: The scalar parameters a user sets for each network model (the rest come from the network).
 _USER_PARAMETERS = {
     "xcp": ("alpha", "beta", "gamma"),
     "ixcp": ("alpha", "beta", "gamma"),
     "miaimd": ("kappa", "alpha", "gamma", "initial_window"),
+    "rcp": ("alpha", "beta", "rate_interval", "rtt_gain", "initial_rate_fraction"),
+    "qcp": ("alpha", "beta", "control_interval", "initial_rate_fraction"),
 }
+
+_BUILDERS = {"xcp": xcp_network.network_params, "ixcp": xcp_network.network_params,
+             "miaimd": miaimd_network.network_params, "rcp": rcp_network.network_params,
+             "qcp": qcp_network.network_params}
 
 
 def _builder(model: str):
-    return miaimd_network.network_params if model == "miaimd" else xcp_network.network_params
+    return _BUILDERS[model]
 
 
 #: Parameters each network model takes (SI units) and their defaults, read from the models' own
@@ -38,7 +44,7 @@ NETWORK_DEFAULTS = {
 }
 
 #: Default horizon after the last start or stop (seconds): MIAIMD's fairness converges slowly.
-SETTLE_S = {"xcp": 30.0, "ixcp": 30.0, "miaimd": 150.0}
+SETTLE_S = {"xcp": 30.0, "ixcp": 30.0, "miaimd": 150.0, "rcp": 40.0, "qcp": 20.0}
 
 
 def network_model(model: str, network: Network, values: dict[str, float] | None = None):
@@ -53,6 +59,10 @@ def network_model(model: str, network: Network, values: dict[str, float] | None 
     params = _builder(model)(network, **merged)
     if model == "miaimd":
         return miaimd_network.MIAIMDNetwork(network), params, merged
+    if model == "rcp":
+        return rcp_network.RCPNetwork(network, accounting=True), params, merged
+    if model == "qcp":
+        return qcp_network.QCPNetwork(network, accounting=True), params, merged
     return xcp_network.XCPNetwork(network, model), params, merged
 
 
@@ -66,14 +76,18 @@ def simulate_network(
     steps_per_delay: int = 32,
     command: str = "",
 ) -> xr.Dataset:
-    """Integrate `model` ("xcp", "ixcp" or "miaimd") on `network` and compare with max-min.
+    """Integrate `model` ("xcp", "ixcp", "miaimd", "rcp" or "qcp") on `network` and compare with max-min.
 
     values: model parameters in SI units (see NETWORK_DEFAULTS). duration_s: horizon (default:
     SETTLE_S after the last start or stop). save_step_s: spacing of saved times (default: the
-    smallest RTT, at most 2000 saves). Returns, over time and per flow: rate (packets/s; 0 while a
-    flow does not send), maxmin_rate (the max-min allocation of the flows active at that time) and
-    their ratio; per link: load (packets/s) and utilization, and for XCP/iXCP the queue (packets);
-    per flow: the model's equilibrium of the last phase, solved from its fluid equations.
+    smallest RTT, a quarter of it for RCP and QCP, whose flow rates are read from the saved
+    offers one RTT back; at most 2000 saves). Returns, over time and per flow: rate (packets/s;
+    0 while a flow does not send), maxmin_rate (the max-min allocation of the flows active at
+    that time) and their ratio; per link: load (packets/s) and utilization, the queue (packets)
+    for all but MIAIMD, and for RCP and QCP the rate each router offers (packets/s), its estimate
+    of the number of flows (RCP: C/R; QCP: the count of eq. (4)) and the fluid accounting
+    (packets sent per flow, arrived and departed per link, over the run); per flow: the model's
+    equilibrium of the last phase, solved from its fluid equations.
     """
     system, params, merged = network_model(model, network, values)
     events = [t for t in (*network.start_s, *network.stop_s) if math.isfinite(t)]
@@ -81,7 +95,9 @@ def simulate_network(
     if not (math.isfinite(duration) and duration > 0):
         raise ParameterError("duration", duration_s, "a horizon > 0 s")
     rtt = network.rtt_s
-    step = float(save_step_s) if save_step_s is not None else max(float(np.min(rtt)), duration / 2000.0)
+    explicit_rate = model in ("rcp", "qcp")
+    finest = float(np.min(rtt)) / (4.0 if explicit_rate else 1.0)
+    step = float(save_step_s) if save_step_s is not None else max(finest, duration / 2000.0)
     if not (math.isfinite(step) and step > 0):
         raise ParameterError("save_step", save_step_s, "a spacing > 0 s")
     times = np.arange(int(np.floor(duration / step + 1e-9)) + 1) * step
@@ -89,9 +105,22 @@ def simulate_network(
     state = solution.ys[0]
     n, L = network.n_flows, network.n_links
     active = np.stack([network.active(t) for t in times])
+    extra = {}
     if model == "miaimd":
         rates = system.rates(state)
         queues = None
+    elif explicit_rate:
+        observed = system.observe(times, state, params)
+        rates, queues = observed["rate"], system.block(state, "queue")
+        extra = {
+            "offered_rate": (("time", "link"), observed["offered"],
+                             {"units": "packets/s", "long_name": "rate the router offers, R_l"}),
+            "flow_estimate": (("time", "link"), observed["flow_estimate"],
+                              {"long_name": "the router's estimate of its number of flows"}),
+            "sent": (("flow",), system.block(state[-1], "sent"), {"units": "packets", "long_name": "sent over the run"}),
+            "arrived": (("link",), system.block(state[-1], "arrived"), {"units": "packets"}),
+            "departed": (("link",), system.block(state[-1], "departed"), {"units": "packets"}),
+        }
     else:
         rates = state[:, :n]
         queues = state[:, n : n + L]
@@ -113,6 +142,7 @@ def simulate_network(
     }
     if queues is not None:
         data["queue"] = (("time", "link"), queues, {"units": "packets"})
+    data.update(extra)
     attrs = _provenance(model, merged, solution, None, command)
     attrs.update({
         "title": f"fluidcc simulation of {model} on a network",
