@@ -25,3 +25,24 @@ def test_xcp_vs_ixcp_quick_run_writes_its_results(tmp_path: Path) -> None:
     assert all(p["settling_s"] is None for p in results["fig6_7"]["xcp"]["phases"])  # XCP never within 2 %
     for row in results["fig1_2"]["rows"]:
         assert row["simulated_short_mbps"] == pytest.approx(row["fixed_point_short_mbps"], rel=5e-3), row
+
+
+@pytest.mark.slow
+def test_rcp_vs_qcp_quick_run_writes_its_results(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(EXAMPLES_DIR / "rcp_vs_qcp.py"), "--quick", "--out", str(tmp_path)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ("rcp_fig2.png", "n_estimate.png", "n_estimate.csv", "two_bottleneck.png", "two_bottleneck.csv",
+                 "results.json"):
+        assert (tmp_path / name).is_file(), name
+    results = json.loads((tmp_path / "results.json").read_text())
+    for phase in results["rcp_fig2"]["phases"]:  # C/R tracks N(t) in every phase
+        assert phase["within_5pct_after_s"] is not None and abs(phase["estimate_at_end"] / phase["flows"] - 1) < 1e-3
+    rows = {row["run"]: row for row in results["n_estimate"]["rows"]}
+    qcp = rows["QCP (1, 1) eq. (4)"]
+    assert qcp["stays_within_5pct_from_intervals"] is not None and qcp["stays_within_5pct_from_intervals"] <= 5
+    assert rows["RCP (0.1, 1)"]["max_abs_error_last_5s"] < 0.01
+    assert rows["RCP (1, 1)"]["stays_within_5pct_from_s"] is None  # keeps oscillating
+    for row in results["two_bottleneck"]["rows"]:
+        if row["run"] != "QCP (1, 0.5)":
+            assert row["settled_within_1pct"] and row["utilization_l1_last_5s_mean"] == pytest.approx(1.0, abs=1e-3)
