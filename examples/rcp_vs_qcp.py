@@ -30,17 +30,11 @@ Units: rates in Mb/s (1000-byte packets) unless a column says packets/s; times i
 
 from __future__ import annotations
 
-import argparse
-import csv
-import datetime as _dt
-import json
-import math
-import shlex
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
+
+from _report import run, table, write_csv  # examples/_report.py
 
 #: How close an estimate of N must be (relative) to count as settled.
 ESTIMATE_TOLERANCE = 0.05
@@ -49,56 +43,8 @@ FILE_PACKETS = 4000.0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="shorter horizons for b and c")
-    parser.add_argument("--out", required=True, help="output folder for figures, CSV and JSON")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    started = time.perf_counter()
-    import matplotlib
-
-    matplotlib.use("Agg")  # figures go to files only
-    from fluidcc import __version__
-
-    results = {
-        "fluidcc_version": __version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python " + " ".join(shlex.quote(a) for a in
-                                        [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
-        "quick": args.quick,
-        "wall_s": {},
-    }
-    for name, section in (("rcp_fig2", rcp_fig2), ("n_estimate", n_estimate), ("two_bottleneck", two_bottleneck)):
-        begin = time.perf_counter()
-        results[name] = section(out, args.quick)
-        results["wall_s"][name] = time.perf_counter() - begin
-        print(f"  [{name}: {results['wall_s'][name]:.1f} s]\n")
-    results["wall_s"]["total"] = time.perf_counter() - started
-    (out / "results.json").write_text(json.dumps(results, indent=2, default=_json_default) + "\n")
-    print(f"total wall time {results['wall_s']['total']:.1f} s; wrote {out}/results.json and the files above")
-    return 0
-
-
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"cannot write {type(value).__name__} to JSON")
-
-
-def _write_csv(path: Path, rows: list[dict]) -> None:
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def _table(headers: list[str], rows: list[list]) -> str:
-    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
-    return "\n".join("  ".join(str(x).rjust(w) for x, w in zip(line, widths)) for line in [headers, *rows])
+    sections = (("rcp_fig2", rcp_fig2), ("n_estimate", n_estimate), ("two_bottleneck", two_bottleneck))
+    return run(__doc__.split("\n\n")[0], sections, "shorter horizons for b and c", argv)
 
 
 def _simulate(protocol: str, network, duration: float, save_step: float, **gains):
@@ -156,7 +102,7 @@ def rcp_fig2(out: Path, quick: bool) -> dict:
                      "within_5pct_after_s": None if settle is None else settle - start,
                      "mean_utilization": float(np.mean(utilization[inside])),
                      "max_queue_packets": float(np.max(model.block(states[inside], "queue")))})
-    print(_table(["phase", "N", "C/R at end", "C/R within 5 % of N after", "mean utilization", "max queue"],
+    print(table(["phase", "N", "C/R at end", "C/R within 5 % of N after", "mean utilization", "max queue"],
                  [[r["phase"], f"{r['flows']:g}", f"{r['estimate_at_end']:.3f}",
                    "never" if r["within_5pct_after_s"] is None else f"{r['within_5pct_after_s']:.2f} s",
                    f"{r['mean_utilization']:.3f}", f"{r['max_queue_packets']:.1f}"] for r in rows]))
@@ -202,7 +148,7 @@ def n_estimate(out: Path, quick: bool) -> dict:
     duration = 20.0 if quick else 40.0
     print(f"b. QCP paper Table 2 / Fig. 3: {network.n_flows} flows on 20 Mb/s, RTT 100 ms; routers start at "
           f"R = 0.05 C (N_hat = 20); QCP control interval d = {interval * 1e3:g} ms")
-    rows, series, table = [], {}, []
+    rows, series, printed = [], {}, []
     for label, protocol, gains in ESTIMATORS:
         times, observed, states, model = _simulate(protocol, network, duration, interval / 4, **dict(gains))
         estimate = observed["flow_estimate"][:, 0]
@@ -229,20 +175,20 @@ def n_estimate(out: Path, quick: bool) -> dict:
         }
         rows.append(row)
         series[label] = (times, estimate, utilization, queue)
-        table.append([label, "-" if row["first_within_5pct_s"] is None else f"{row['first_within_5pct_s']:.2f}",
+        printed.append([label, "-" if row["first_within_5pct_s"] is None else f"{row['first_within_5pct_s']:.2f}",
                       "never" if settle is None else f"{settle:.2f} ({settle / interval:.1f} d)",
                       f"{row['mean_abs_error_first_10s']:.3f}", f"{row['max_abs_error_last_5s']:.3f}",
                       f"{row['mean_utilization_first_10s']:.3f}", f"{row['max_queue_packets']:.0f}",
                       "not within run" if row["last_4MB_file_done_s"] is None else f"{row['last_4MB_file_done_s']:.2f}"])
-    print(_table(["run", "first within 5 % (s)", "stays within 5 % from (s)", "mean |err| 0-10 s",
-                  "max |err| last 5 s", "util 0-10 s", "max queue", "4 MB files done (s)"], table))
+    print(table(["run", "first within 5 % (s)", "stays within 5 % from (s)", "mean |err| 0-10 s",
+                  "max |err| last 5 s", "util 0-10 s", "max queue", "4 MB files done (s)"], printed))
     moments = [key for key in rows[0] if key.startswith("error_at_")]
     print("  estimate / N - 1 over time:")
-    print(_table(["run", *[key[len("error_at_"):] for key in moments]],
+    print(table(["run", *[key[len("error_at_"):] for key in moments]],
                  [[r["run"], *[f"{r[key]:+.3f}" for key in moments]] for r in rows]))
     print(f"  (4 MB x {network.n_flows} flows at full utilization: "
           f"{FILE_PACKETS * n / network.capacities_pps[0]:.1f} s)")
-    _write_csv(out / "n_estimate.csv", rows)
+    write_csv(out / "n_estimate.csv", rows)
     _plot_n_estimate(out / "n_estimate.png", series, n)
     return {"rows": rows, "control_interval_s": interval, "flows": n, "tolerance": ESTIMATE_TOLERANCE}
 
@@ -307,10 +253,10 @@ def two_bottleneck(out: Path, quick: bool) -> dict:
             "settled_within_1pct": bool(np.max(np.abs(ratio[last] - 1.0)) <= 0.01),
         })
         series[label] = (times, observed["rate"][:, [g0, g1]])
-    print(_table(["run", "group 0 Mb/s", "group 1 Mb/s", "util l1 (last 5 s)", "max |rate/max-min - 1| last 5 s"],
+    print(table(["run", "group 0 Mb/s", "group 1 Mb/s", "util l1 (last 5 s)", "max |rate/max-min - 1| last 5 s"],
                  [[r["run"], f"{r['group0_mbps']:.4f}", f"{r['group1_mbps']:.4f}",
                    f"{r['utilization_l1_last_5s_mean']:.4f}", f"{r['max_abs_deviation_last_5s']:.2e}"] for r in rows]))
-    _write_csv(out / "two_bottleneck.csv", rows)
+    write_csv(out / "two_bottleneck.csv", rows)
     _plot_two_bottleneck(out / "two_bottleneck.png", series, fair[[g0, g1]])
     return {"rows": rows, "processor_sharing_utilization_l1": ps_load / capacity}
 

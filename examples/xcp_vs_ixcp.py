@@ -28,75 +28,24 @@ Units: rates in Mb/s (1000-byte packets) unless a column says packets/s; times i
 
 from __future__ import annotations
 
-import argparse
-import csv
 import dataclasses
-import datetime as _dt
-import json
 import math
-import shlex
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from _report import run, table, write_csv  # examples/_report.py
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="n up to 64 and shorter horizons (about 40 s)")
-    parser.add_argument("--out", required=True, help="output folder for figures, CSV and JSON")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    started = time.perf_counter()
-    import matplotlib
-
-    matplotlib.use("Agg")  # figures go to files only
-    from fluidcc import __version__
-
-    results = {
-        "fluidcc_version": __version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python " + " ".join(shlex.quote(a) for a in
-                                        [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
-        "quick": args.quick,
-        "wall_s": {},
-    }
-    for name, section in (("fig1_2", fig1_2), ("fig6_7", fig6_7), ("parking_lot", parking_lot)):
-        begin = time.perf_counter()
-        results[name] = section(out, args.quick)
-        results["wall_s"][name] = time.perf_counter() - begin
-        print(f"  [{name}: {results['wall_s'][name]:.1f} s]\n")
-    results["wall_s"]["total"] = time.perf_counter() - started
-    (out / "results.json").write_text(json.dumps(results, indent=2, default=_json_default) + "\n")
-    print(f"total wall time {results['wall_s']['total']:.1f} s; wrote {out}/results.json and the files above")
-    return 0
-
-
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+    sections = (("fig1_2", fig1_2), ("fig6_7", fig6_7), ("parking_lot", parking_lot))
+    return run(__doc__.split("\n\n")[0], sections, "n up to 64 and shorter horizons (about 40 s)", argv)
 
 
 def _finite_or_none(value: float):
     return value if math.isfinite(value) else None
-
-
-def _write_csv(path: Path, rows: list[dict]) -> None:
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def _table(headers: list[str], rows: list[list]) -> str:
-    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
-    return "\n".join("  ".join(str(x).rjust(w) for x, w in zip(line, widths)) for line in [headers, *rows])
 
 
 # ------------------------------------------------------------------------------------ a. Figs. 1, 2
@@ -161,11 +110,11 @@ def fig1_2(out: Path, quick: bool) -> dict:
 
     headers = ["variant", "n", "short Mb/s (fp)", "util l1 (fp)", "ratio (fp)", "short Mb/s (sim)",
                "util l1 (sim)", "max |sim/fp - 1| over last " + f"{window:g} s"]
-    print(_table(headers, [[r["variant"], r["n_long"], f"{r['fixed_point_short_mbps']:.4f}",
+    print(table(headers, [[r["variant"], r["n_long"], f"{r['fixed_point_short_mbps']:.4f}",
                             f"{r['fixed_point_utilization_l1']:.4f}", f"{r['fixed_point_ratio_to_maxmin']:.4f}",
                             f"{r['simulated_short_mbps']:.4f}", f"{r['simulated_utilization_l1']:.4f}",
                             f"{r['max_relative_deviation_sim_vs_fixed_point']:.1e}"] for r in rows]))
-    _write_csv(out / "fig1_2.csv", rows)
+    write_csv(out / "fig1_2.csv", rows)
 
     # The n -> oo limit of XCP's utilization, from the closed form of eqs. (1)-(2).
     closed = xcp_network.two_link_fixed_point("xcp")
@@ -272,7 +221,7 @@ def fig6_7(out: Path, quick: bool) -> dict:
             rows.append(entry)
             phases[variant]["phases"].append(entry)
         print(f"  {variant}: {wall:.1f} s of wall time (with the JAX compile)")
-    print(_table(["variant", "phase", f"settling to {SETTLING_TOLERANCE:.0%}", "slowest flow",
+    print(table(["variant", "phase", f"settling to {SETTLING_TOLERANCE:.0%}", "slowest flow",
                   "max |rate/maxmin - 1| at end", "max |rate/fixed point - 1| at end"],
                  [[r["variant"], f"[{r['phase_start_s']:g}, {r['phase_end_s']:g}) s",
                    f"{r['settling_s']:.2f} s" if r["settling_s"] is not None else "never",
@@ -284,7 +233,7 @@ def fig6_7(out: Path, quick: bool) -> dict:
             print(f"  {variant} at t = {r['time_of_end_sample_s']:.2f} s: "
                   + ", ".join(f"{n} {r['rate_' + n + '_mbps']:.2f} ({r['maxmin_' + n + '_mbps']:g})" for n in names)
                   + "  [Mb/s; max-min in brackets]")
-    _write_csv(out / "fig6_7_settling.csv", [
+    write_csv(out / "fig6_7_settling.csv", [
         {k: v for k, v in r.items() if not (k.startswith("rate_") or k.startswith("maxmin_") or
                                             k.startswith("fixed_point_"))} for r in rows])
     _plot_fig6_7(out / "fig6_7.png", datasets)
@@ -420,7 +369,7 @@ def parking_lot(out: Path, quick: bool) -> dict:
             rows.append(row)
     headers = ["l4 Mb/s", "RTTs", "long fp/sim/maxmin", "cross1 fp/sim/maxmin", "cross4 fp/sim/maxmin", "rho l1, l4",
                "vs maxmin @ loads", "sim vs fp"]
-    print(_table(headers, [[f"{r['link4_mbps']:g}", r["rtts"].split(" ")[0]]
+    print(table(headers, [[f"{r['link4_mbps']:g}", r["rtts"].split(" ")[0]]
                            + ["/".join(f"{r[k + suffix]:.4f}" for suffix in ("_fixed_point_mbps", "_simulated_mbps",
                                                                               "_maxmin_mbps"))
                               for k in ("long", "cross1", "cross4")]
@@ -436,7 +385,7 @@ def parking_lot(out: Path, quick: bool) -> dict:
     print(f"  XCP's fixed point there: long {second['long_xcp_fixed_point_mbps']:.3f}, cross4 "
           f"{second['cross4_xcp_fixed_point_mbps']:.3f}, cross1 {second['cross1_xcp_fixed_point_mbps']:.3f} Mb/s "
           f"(VCP paper, packet XCP: about {VCP_PAPER_RATES['xcp_all']} Mb/s for the first two)")
-    _write_csv(out / "parking_lot.csv", rows)
+    write_csv(out / "parking_lot.csv", rows)
     return {"rows": rows, "parameters": defaults, "steps_per_delay": steps_per_delay, "vcp_paper": VCP_PAPER_RATES}
 
 

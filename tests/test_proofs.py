@@ -149,3 +149,52 @@ def test_xcp_two_link_wrong_limit_is_rejected(xcp_two_link: ModuleType) -> None:
 def test_xcp_two_link_wrong_ixcp_rate_is_rejected(xcp_two_link: ModuleType) -> None:
     with pytest.raises(AssertionError, match="step 3"):
         xcp_two_link.check_ixcp(claimed_short=lambda s: s["c_a"] / 2)
+
+
+# ---------------------------------------------------------------- proofs/rcp_qcp_equilibria.py
+@pytest.fixture(scope="module")
+def rcp_qcp() -> ModuleType:
+    return _load_proof("rcp_qcp_equilibria")
+
+
+def test_every_step_passes_in_process(rcp_qcp: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    rcp_qcp.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "ok"
+    assert len(lines) == len(rcp_qcp.STEPS) + 1
+    assert all(line.startswith(f"step {k} (") for k, line in enumerate(lines[:-1], start=1))
+
+
+def test_wrong_rcp_rate_is_rejected(rcp_qcp: ModuleType) -> None:
+    with pytest.raises(AssertionError, match="step 1"):
+        rcp_qcp.check_rcp_equilibrium(claimed_rate=rcp_qcp.C / (rcp_qcp.N + 1))
+
+
+def test_wrong_rcp_queue_is_rejected(rcp_qcp: ModuleType) -> None:
+    with pytest.raises(AssertionError, match=r"step 1 \(RCP equilibrium\): q\*"):
+        rcp_qcp.check_rcp_equilibrium(claimed_queue=rcp_qcp.alpha * rcp_qcp.C * rcp_qcp.d / rcp_qcp.beta)
+
+
+def test_wrong_flow_count_is_rejected(rcp_qcp: ModuleType) -> None:
+    with pytest.raises(AssertionError, match="step 2"):
+        rcp_qcp.check_qcp_counts_flows(claimed_count=rcp_qcp.N - 1)
+
+
+def test_wrong_qcp_rate_is_rejected(rcp_qcp: ModuleType) -> None:
+    with pytest.raises(AssertionError, match="step 2"):
+        rcp_qcp.check_qcp_counts_flows(claimed_rate=rcp_qcp.C / (rcp_qcp.N + 1), max_flows=2)
+
+
+def test_processor_share_is_not_the_efficient_share(rcp_qcp: ModuleType) -> None:
+    with pytest.raises(AssertionError, match="step 3"):
+        rcp_qcp.check_es_example(claimed_share=rcp_qcp.sp.Rational(100, 3))
+
+
+def test_processor_sharing_is_not_qcps_fixed_point(rcp_qcp: ModuleType) -> None:
+    # PS would divide X among all m + n flows, leaving what the remote flows cannot use idle.
+    with pytest.raises(AssertionError, match="step 4"):
+        rcp_qcp.check_qcp_fills_link(claimed_rate=lambda available, remote, n: available / (len(remote) + n),
+                                   sizes=((1, 1),))
+    # Forgetting to subtract the remote flows' traffic.
+    with pytest.raises(AssertionError, match="step 4"):
+        rcp_qcp.check_qcp_fills_link(claimed_rate=lambda available, remote, n: available / n, sizes=((2, 1),))
