@@ -108,7 +108,7 @@ def test_ges_paper_example_with_weights() -> None:
 # ------------------------------------------------------------------------------------------ QCP
 @settings(deadline=None)
 @given(capacity=exact_positive, queue=st.integers(0, 50), interval=exact_positive, rates=exact_rates,
-       alpha=exact_positive, beta=st.one_of(st.just(0), exact_positive), with_sent=st.booleans())
+       alpha=exact_positive, beta=exact_positive, with_sent=st.booleans())
 def test_weighted_qcp_with_unit_weights_is_qcp(capacity, queue, interval, rates, alpha, beta, with_sent) -> None:
     sent = [r * interval / 2 + 1 for r in rates] if with_sent else None
     weighted = weighted_qcp_rate(capacity, queue, interval, rates, [1] * len(rates), alpha=alpha, beta=beta, sent=sent)
@@ -275,6 +275,7 @@ BAD_INPUTS = [
     (qcp_rate, {**QCP, "queue": -1}, "queue"),
     (qcp_rate, {**QCP, "alpha": 0}, "alpha"),
     (qcp_rate, {**QCP, "beta": -1}, "beta"),
+    (qcp_rate, {**QCP, "beta": 0}, "beta"),
     (qcp_rate, {**QCP, "interval": 0}, "interval"),
     (qcp_rate, {**QCP, "capacity": -100}, "capacity"),
     (qcp_rate, {**QCP, "previous_rate": 0}, "previous_rate"),

@@ -295,7 +295,7 @@ def _qcp(capacity, queue, interval, rates, weights, previous_rate, alpha, beta, 
     link = _scalar(capacity, "capacity", exact, _POSITIVE + " (units/s)")
     backlog = _scalar(queue, "queue", exact, _NONNEGATIVE + " (units)", zero_ok=True)
     gain = _scalar(alpha, "alpha", exact, _POSITIVE)
-    drain = _scalar(beta, "beta", exact, _NONNEGATIVE, zero_ok=True)
+    drain = _scalar(beta, "beta", exact, _POSITIVE)
     sources = _sources(exact, rates, weights, previous_rate, interval, sent)
     available = gain * link - drain * backlog / sources.interval
     return _output(_share(available, sources, sent), exact)
@@ -310,7 +310,7 @@ def qcp_rate(capacity: Number, queue: Number, interval: Number, rates, *, previo
     N_a = N and R(t) = (alpha C - beta q/d) / N, C/N at alpha = 1, q = 0 (eqs. (5)-(6)).
 
     capacity: C, units/s. queue: q, units, >= 0. interval: d, s. rates: R_i, units/s, each > 0.
-    previous_rate: R(t - d), units/s, or None (no max rule). alpha > 0, beta >= 0: gains.
+    previous_rate: R(t - d), units/s, or None (no max rule). alpha > 0, beta > 0: gains.
     sent: n_i, units each flow put into the interval, or None for n_i = R_i d.
     The value is eq. (4) as written: it is <= 0 when beta q >= alpha C d (no floor is applied).
     """
@@ -330,7 +330,7 @@ def weighted_qcp_rate(capacity: Number, queue: Number, interval: Number, rates, 
     this is `qcp_rate` without the max rule.
 
     capacity: C, units/s. queue: q, units, >= 0. interval: d, s. rates: R_i, units/s, each > 0.
-    weights: omega_i, each > 0, one per flow. alpha > 0, beta >= 0. sent: n_i, units, or None.
+    weights: omega_i, each > 0, one per flow. alpha > 0, beta > 0. sent: n_i, units, or None.
     """
     return _qcp(capacity, queue, interval, rates, weights, None, alpha, beta, sent)
 

@@ -84,6 +84,18 @@ def test_the_rest_residual_sees_a_state_that_is_not_at_rest(protocol):
     assert model.rest_residual(wrong, params, 0, 10.0) > 1e-3
 
 
+@pytest.mark.parametrize("protocol", [rcp_network, qcp_network], ids=["rcp", "qcp"])
+def test_equilibria_of_each_phase_are_rest_points_when_flows_start_and_stop(protocol):
+    network = scenarios.ixcp_fig6()  # flows join at 20 s and leave at 40 s
+    model = RCPNetwork(network) if protocol is rcp_network else QCPNetwork(network)
+    params = protocol.network_params(network)
+    for at in (None, 10.0, 30.0, 50.0):
+        eq = model.equilibrium(params, at=at)
+        assert eq["residual"] < 1e-12, at
+        active = network.active(at) if at is not None else ~np.isfinite(network.stop_s)
+        assert np.all((eq["flow_rate"] > 0) == active)
+
+
 def test_one_link_rcp_settles_at_c_over_n_and_its_estimate_counts_the_flows():
     network = Network((Link("l", mbps_to_pps(20), 0.05),), tuple(Flow(f"f{i}", ("l",)) for i in range(10)))
     model = RCPNetwork(network)
@@ -171,7 +183,7 @@ def test_a_new_flow_starts_at_the_path_rate_its_syn_learned():
 
 # ---------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("field, kwargs", [
-    ("alpha", {"alpha": 0.0}), ("alpha", {"alpha": -1.0}), ("beta", {"beta": -0.5}),
+    ("alpha", {"alpha": 0.0}), ("alpha", {"alpha": -1.0}), ("beta", {"beta": -0.5}), ("beta", {"beta": 0.0}),
     ("rate_interval", {"rate_interval": 0.0}), ("rate_interval", {"rate_interval": -0.01}),
     ("rtt_gain", {"rtt_gain": 0.0}), ("rtt_gain", {"rtt_gain": 1.5}),
     ("initial_rate_fraction", {"initial_rate_fraction": 0.0}),
@@ -182,7 +194,7 @@ def test_rcp_bad_parameters_name_the_field(field, kwargs):
 
 
 @pytest.mark.parametrize("field, kwargs", [
-    ("alpha", {"alpha": 0.0}), ("beta", {"beta": -1.0}),
+    ("alpha", {"alpha": 0.0}), ("beta", {"beta": -1.0}), ("beta", {"beta": 0.0}),
     ("control_interval", {"control_interval": 0.0}), ("control_interval", {"control_interval": [0.1, -0.1]}),
     ("control_interval", {"control_interval": [0.1, 0.1, 0.1]}),
     ("initial_rate_fraction", {"initial_rate_fraction": 1.5}),

@@ -309,7 +309,9 @@ class ExplicitRateNetwork(DDESystem):
             if links:
                 bottleneck[index[k]] = links[0]
         state = self.equilibrium_state_vector(params, point, link_rate, rates)
-        time = float(at) if at is not None else float(np.max(network.start_s)) + float(np.max(network.rtt_s))
+        events = np.concatenate([network.start_s, network.stop_s])
+        after_all = float(np.max(events[np.isfinite(events)])) + float(np.max(network.rtt_s))
+        time = float(at) if at is not None else after_all  # the active flows are those of the equilibrium
         residual = self.rest_residual(state, params, point, time)
         load = network.routing_matrix @ rates
         return {

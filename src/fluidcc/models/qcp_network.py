@@ -57,7 +57,7 @@ from ..errors import ParameterError
 from ..network import Network
 from ._explicit_rate import ExplicitRateNetwork, batch_of_links, link_capacities
 from ._network import NetworkLayout
-from ._params import require_interval, require_nonnegative, require_positive
+from ._params import require_interval, require_positive
 
 VARIANTS = ("exact", "simplified")
 
@@ -71,7 +71,7 @@ MIN_RATE_FRACTION = 1e-4
 class QCPNetworkParams:
     """A batch of QCP points on one network.
 
-    alpha (> 0), beta (>= 0): gains of eq. (4), shape (B,). initial_rate_fraction: R_l / C_l on
+    alpha (> 0), beta (> 0): gains of eq. (4), shape (B,). initial_rate_fraction: R_l / C_l on
     the history interval, in (0, 1], shape (B,). capacity_pps: packets/s and control_interval_s:
     d_l in seconds (> 0), both shape (B, L).
     """
@@ -117,7 +117,7 @@ def network_params(network: Network, *, alpha=1.0, beta=1.0, control_interval=No
 
 def _check(params) -> None:
     require_positive("alpha", params.alpha)
-    require_nonnegative("beta", params.beta)
+    require_positive("beta", params.beta)
     require_interval("initial_rate_fraction", params.initial_rate_fraction, 0.0, 1.0)
     require_positive("capacity", params.capacity_pps, " packets/s")
     require_positive("control_interval", params.control_interval_s, " s (the control interval d)")

@@ -55,7 +55,7 @@ from ..errors import NetworkError
 from ..network import Network
 from ._explicit_rate import ExplicitRateNetwork, batch_of_links, link_capacities
 from ._network import NetworkLayout
-from ._params import require_interval, require_nonnegative, require_positive
+from ._params import require_interval, require_positive
 
 #: Above this multiple of capacity, the RTT average moves no faster than at this load (see above).
 RTT_AVERAGE_LOAD_CAP = 2.0
@@ -66,7 +66,7 @@ RTT_AVERAGE_LOAD_CAP = 2.0
 class RCPNetworkParams:
     """A batch of RCP points on one network.
 
-    alpha (> 0), beta (>= 0): gains of eq. (2), shape (B,). rate_interval_s: tau, the longest
+    alpha (> 0), beta (> 0): gains of eq. (2), shape (B,). rate_interval_s: tau, the longest
     control interval, seconds (> 0), shape (B,). rtt_gain: gain of the RTT moving average per
     packet, in (0, 1], shape (B,). initial_rate_fraction: R_l / C_l on the history interval, in
     (0, 1], shape (B,). capacity_pps: link capacities, packets/s, shape (B, L).
@@ -106,7 +106,7 @@ def _require_unit_weights(network: Network) -> None:
 
 def _check(params) -> None:
     require_positive("alpha", params.alpha)
-    require_nonnegative("beta", params.beta)
+    require_positive("beta", params.beta)
     require_positive("rate_interval", params.rate_interval_s, " s (the control interval tau)")
     require_interval("rtt_gain", params.rtt_gain, 0.0, 1.0)
     require_interval("initial_rate_fraction", params.initial_rate_fraction, 0.0, 1.0)
