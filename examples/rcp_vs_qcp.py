@@ -198,9 +198,10 @@ def _plot_n_estimate(path, series, n) -> None:
 
     fig, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True, constrained_layout=True)
     for k, (label, (times, estimate, utilization, queue)) in enumerate(series.items()):
-        axes[0].plot(times, estimate, color=f"C{k}", label=label)
-        axes[1].plot(times, utilization, color=f"C{k}")
-        axes[2].plot(times, queue, color=f"C{k}")
+        style = {"color": f"C{k}", "lw": 3.0 if k == 0 else 1.2, "ls": "--" if k == 1 else "-", "zorder": 5 - k}
+        axes[0].plot(times, estimate, label=label, **style)
+        axes[1].plot(times, utilization, **style)
+        axes[2].plot(times, queue, **style)
     axes[0].axhline(n, color="k", ls="--", lw=1, label="N")
     axes[0].set_ylabel("estimate of N")
     axes[0].set_ylim(0, 3 * n)
