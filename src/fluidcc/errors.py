@@ -42,6 +42,11 @@ class NetworkError(ParameterError):
     """A network description that cannot be used: its field names the link or flow at fault."""
 
 
+class WorkloadError(ParameterError):
+    """A flow workload that cannot be used: a malformed flow-size CDF (its field names the file and
+    line), a flow table or arrival process out of range."""
+
+
 class SolverError(FluidccError, RuntimeError):
     """The solver could not run at all (not a failing point: those are statuses)."""
 
