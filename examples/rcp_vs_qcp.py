@@ -118,6 +118,7 @@ def _plot_rcp_fig2(path, times, n_active, estimate, utilization) -> None:
     axes[0].plot(times, estimate, color="C0", label="C / R(t) (RCP's estimate)")
     axes[0].plot(times, n_active, "k--", lw=1, label="N(t)")
     axes[0].set_ylabel("flows")
+    axes[0].set_yscale("log")  # the queue of 40 s sends C/R far above N for a few seconds
     axes[0].legend()
     axes[1].plot(times, utilization, color="C1")
     axes[1].set_ylabel("utilization")
