@@ -112,7 +112,7 @@ class ExplicitRateNetwork(DDESystem):
 
     def state_names(self, params) -> list[str]:
         links, flows = self.network.link_names, self.network.flow_names
-        names = [f"log_capacity_over_rate[{l}]" for l in links] + [f"queue[{l}]" for l in links]
+        names = [f"log_ceiling_over_rate[{l}]" for l in links] + [f"queue[{l}]" for l in links]
         for block in self.link_states:
             names += [f"{block}[{l}]" for l in links]
         if self.accounting:
@@ -258,7 +258,8 @@ class ExplicitRateNetwork(DDESystem):
                 seen[:, i, l] = u_at(times - rtt[i], l)
         ceiling = capacity * self._ceiling_scale
         path = np.where(self.layout.path_mask[None], ceiling * np.exp(-seen), np.inf).min(axis=2)
-        active = np.stack([self.layout.active(t) for t in times]).astype(np.float64)
+        start, stop = self.network.start_s, self.network.stop_s  # (times >= 0: as layout.active)
+        active = ((start[None, :] <= times[:, None]) & (times[:, None] < stop[None, :])).astype(np.float64)
         rates = active * np.minimum(self.network.demands_pps, self.network.weights * path)
         offered = ceiling * np.exp(-u)
         intervals = self.link_delays(one)

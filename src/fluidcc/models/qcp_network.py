@@ -127,7 +127,7 @@ def _check(params) -> None:
 class QCPNetwork(ExplicitRateNetwork):
     """QCP on a `Network` (variant "exact": eqs. (4) and (12); "simplified": eq. (14)).
 
-    State per link: u = log(C/R) and the queue; then the accounting blocks if `accounting`.
+    State per link: u = log(Rmax/R) (Rmax = C / the smallest weight on the link) and the queue; then the accounting blocks if `accounting`.
     """
 
     variant: str = "exact"

@@ -115,7 +115,7 @@ def _check(params) -> None:
 
 @dataclass(frozen=True)
 class RCPNetwork(ExplicitRateNetwork):
-    """RCP on a `Network`. State per link: u = log(C/R), queue, yhat (packets/s), d0 (seconds);
+    """RCP on a `Network`. State per link: u = log(C/R) (R <= C), queue, yhat (packets/s), d0 (seconds);
     then the accounting blocks if `accounting`."""
 
     link_states = ("measured_load", "rtt_average")
