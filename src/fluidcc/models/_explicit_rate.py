@@ -37,32 +37,8 @@ import numpy as np
 
 from ..dde import DDESystem
 from ..dde._system import JAX_OPS, projected_rate
-from ..errors import ShapeError
 from ..network import Network
 from ._network import NetworkLayout
-
-
-def link_capacities(network: Network, capacity_pps) -> np.ndarray:
-    """Capacities as (L,) or (B, L) packets/s: the network's by default."""
-    capacity = np.asarray(network.capacities_pps if capacity_pps is None else capacity_pps, dtype=np.float64)
-    if capacity.ndim not in (1, 2) or capacity.shape[-1] != network.n_links:
-        raise ShapeError("capacity", f"shape {capacity.shape}", f"shape (L,) or (B, L) with L = {network.n_links}")
-    return capacity
-
-
-def batch_of_links(values: dict[str, np.ndarray], scalars: dict[str, object], n_links: int):
-    """Broadcast per-link arrays ((L,) or (B, L)) and scalars ((B,) or scalar) to one batch size.
-
-    Returns (scalars as (B,) arrays, per-link arrays as (B, L)).
-    """
-    from ._params import broadcast_batch
-
-    extra = {f"_{name}": np.zeros(a.shape[0]) for name, a in values.items() if a.ndim == 2}
-    arrays, size = broadcast_batch(**scalars, **extra)
-    for name in extra:
-        arrays.pop(name)
-    links = {name: np.broadcast_to(a, (size, n_links)).copy() for name, a in values.items()}
-    return arrays, links
 
 
 @dataclass(frozen=True)

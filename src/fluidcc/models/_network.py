@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from ..errors import NetworkError, SolverError
+from ..errors import NetworkError, ShapeError, SolverError
 from ..network import Network
 
 
@@ -112,6 +112,26 @@ class NetworkLayout:
         """Maximum over each flow's links of (N, L) values (or link values (L,)) -> (N,)."""
         values = jnp.broadcast_to(pair_values, self.path_mask.shape)
         return jnp.max(jnp.where(self.path_mask, values, -jnp.inf), axis=1)
+
+
+def link_capacities(network: Network, capacity_pps) -> np.ndarray:
+    """Capacities as (L,) or (B, L) packets/s: the network's by default."""
+    capacity = np.asarray(network.capacities_pps if capacity_pps is None else capacity_pps, dtype=np.float64)
+    if capacity.ndim not in (1, 2) or capacity.shape[-1] != network.n_links:
+        raise ShapeError("capacity", f"shape {capacity.shape}", f"shape (L,) or (B, L) with L = {network.n_links}")
+    return capacity
+
+
+def batch_with_arrays(scalars: dict[str, object], arrays: dict[str, np.ndarray]):
+    """Broadcast scalars ((B,) or scalar) and per-link or per-flow arrays ((K,) or (B, K)) to one
+    batch size B. Returns (scalars as (B,) arrays, the arrays as (B, K))."""
+    from ._params import broadcast_batch
+
+    extra = {f"_{name}": np.zeros(a.shape[0]) for name, a in arrays.items() if a.ndim == 2}
+    batched, size = broadcast_batch(**scalars, **extra)
+    for name in extra:
+        batched.pop(name)
+    return batched, {name: np.broadcast_to(a, (size, a.shape[-1])).copy() for name, a in arrays.items()}
 
 
 @dataclass(frozen=True)

@@ -35,10 +35,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..dde import DDESystem
-from ..errors import ShapeError
 from ..network import Network
-from ._network import NetworkLayout, active_set_fixed_point
-from ._params import broadcast_batch, require_interval, require_nonnegative, require_positive
+from ._network import NetworkLayout, active_set_fixed_point, batch_with_arrays, link_capacities
+from ._params import require_interval, require_nonnegative, require_positive
 
 
 @jax.tree_util.register_dataclass
@@ -61,14 +60,9 @@ def network_params(network: Network, *, kappa=0.25, alpha=1.0, gamma=0.98, initi
                    capacity_pps=None) -> MIAIMDNetworkParams:
     """Build and validate a batch; capacities default to the network's, shape (L,) or (B, L)."""
     NetworkLayout(network).rtts()  # every flow needs an RTT > 0 (raises naming the flow)
-    capacity = np.asarray(network.capacities_pps if capacity_pps is None else capacity_pps, dtype=np.float64)
-    if capacity.ndim not in (1, 2) or capacity.shape[-1] != network.n_links:
-        raise ShapeError("capacity", f"shape {capacity.shape}", f"shape (L,) or (B, L) with L = {network.n_links}")
-    extra = {"_cap": np.zeros(capacity.shape[0])} if capacity.ndim == 2 else {}
-    arrays, size = broadcast_batch(kappa=kappa, alpha=alpha, gamma=gamma, initial_window=initial_window, **extra)
-    arrays.pop("_cap", None)
-    capacity = np.broadcast_to(capacity, (size, network.n_links)).copy()
-    params = MIAIMDNetworkParams(capacity_pps=capacity, **arrays)
+    arrays, links = batch_with_arrays(dict(kappa=kappa, alpha=alpha, gamma=gamma, initial_window=initial_window),
+                                      {"capacity_pps": link_capacities(network, capacity_pps)})
+    params = MIAIMDNetworkParams(**links, **arrays)
     _check(params)
     return params
 

@@ -55,8 +55,8 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..network import Network
-from ._explicit_rate import ExplicitRateNetwork, batch_of_links, link_capacities
-from ._network import NetworkLayout
+from ._explicit_rate import ExplicitRateNetwork
+from ._network import NetworkLayout, batch_with_arrays, link_capacities
 from ._params import require_interval, require_positive
 
 VARIANTS = ("exact", "simplified")
@@ -107,9 +107,8 @@ def network_params(network: Network, *, alpha=1.0, beta=1.0, control_interval=No
     if interval.shape[-1] != network.n_links or interval.ndim > 2:
         raise ParameterError("control_interval", f"shape {interval.shape}",
                              f"a scalar, shape (L,) or (B, L) with L = {network.n_links}")
-    scalars, links = batch_of_links({"capacity_pps": capacity, "control_interval_s": interval},
-                                    dict(alpha=alpha, beta=beta, initial_rate_fraction=initial_rate_fraction),
-                                    network.n_links)
+    scalars, links = batch_with_arrays(dict(alpha=alpha, beta=beta, initial_rate_fraction=initial_rate_fraction),
+                                       {"capacity_pps": capacity, "control_interval_s": interval})
     params = QCPNetworkParams(**scalars, **links)
     _check(params)
     return params

@@ -53,8 +53,8 @@ import numpy as np
 
 from ..errors import NetworkError
 from ..network import Network
-from ._explicit_rate import ExplicitRateNetwork, batch_of_links, link_capacities
-from ._network import NetworkLayout
+from ._explicit_rate import ExplicitRateNetwork
+from ._network import NetworkLayout, batch_with_arrays, link_capacities
 from ._params import require_interval, require_positive
 
 #: Above this multiple of capacity, the RTT average moves no faster than at this load (see above).
@@ -89,9 +89,8 @@ def network_params(network: Network, *, alpha=0.1, beta=1.0, rate_interval=0.01,
     NetworkLayout(network).rtts()  # every flow needs an RTT > 0 (raises naming the flow)
     _require_unit_weights(network)
     capacity = link_capacities(network, capacity_pps)
-    scalars, links = batch_of_links({"capacity_pps": capacity}, dict(
-        alpha=alpha, beta=beta, rate_interval_s=rate_interval, rtt_gain=rtt_gain,
-        initial_rate_fraction=initial_rate_fraction), network.n_links)
+    scalars, links = batch_with_arrays(dict(alpha=alpha, beta=beta, rate_interval_s=rate_interval, rtt_gain=rtt_gain,
+                                            initial_rate_fraction=initial_rate_fraction), {"capacity_pps": capacity})
     params = RCPNetworkParams(**scalars, **links)
     _check(params)
     return params

@@ -67,8 +67,8 @@ from ..dde import DDESystem
 from ..dde._system import projected_rate, JAX_OPS
 from ..errors import ParameterError, ShapeError
 from ..network import Network
-from ._network import NetworkLayout, active_set_fixed_point
-from ._params import broadcast_batch, require_nonnegative, require_positive, require_whole
+from ._network import NetworkLayout, active_set_fixed_point, batch_with_arrays, link_capacities
+from ._params import require_nonnegative, require_positive, require_whole
 
 VARIANTS = ("xcp", "ixcp")
 
@@ -103,28 +103,17 @@ def network_params(network: Network, *, alpha=0.4, beta=0.226, gamma=0.1, capaci
     """Build and validate a batch; capacities default to the network's (shape (L,) or (B, L)),
     initial rates to one packet per RTT and multiplicities to 1 (scalar, (N,) or (B, N))."""
     NetworkLayout(network).rtts()  # every flow needs an RTT > 0 (raises naming the flow)
-    capacity = np.asarray(network.capacities_pps if capacity_pps is None else capacity_pps, dtype=np.float64)
-    if capacity.ndim not in (1, 2) or capacity.shape[-1] != network.n_links:
-        raise ShapeError("capacity", f"shape {capacity.shape}", f"shape (L,) or (B, L) with L = {network.n_links}")
+    capacity = link_capacities(network, capacity_pps)
     initial = np.asarray(1.0 / network.rtt_s if initial_rate_pps is None else initial_rate_pps, dtype=np.float64)
     initial = np.broadcast_to(initial, initial.shape[:-1] + (network.n_flows,)) if initial.ndim else \
         np.full(network.n_flows, float(initial))
     counts = np.asarray(1.0 if multiplicity is None else multiplicity, dtype=np.float64)
     counts = np.broadcast_to(counts, counts.shape[:-1] + (network.n_flows,)) if counts.ndim else \
         np.full(network.n_flows, float(counts))
-    extra = {}
-    for key, array in (("_cap", capacity), ("_init", initial), ("_mult", counts)):
-        if array.ndim == 2:
-            extra[key] = np.zeros(array.shape[0])
-    arrays, size = broadcast_batch(alpha=alpha, beta=beta, gamma=gamma, **extra)
-    for key in ("_cap", "_init", "_mult"):
-        arrays.pop(key, None)
-    params = XCPNetworkParams(
-        capacity_pps=np.broadcast_to(capacity, (size, network.n_links)).copy(),
-        initial_rate_pps=np.broadcast_to(initial, (size, network.n_flows)).copy(),
-        multiplicity=np.broadcast_to(counts, (size, network.n_flows)).copy(),
-        **arrays,
-    )
+    arrays, per_element = batch_with_arrays(dict(alpha=alpha, beta=beta, gamma=gamma),
+                                            {"capacity_pps": capacity, "initial_rate_pps": initial,
+                                             "multiplicity": counts})
+    params = XCPNetworkParams(**per_element, **arrays)
     _check(params)
     return params
 
