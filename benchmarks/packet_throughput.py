@@ -40,19 +40,15 @@ def main() -> int:
     network = dumbbell()
     capacity = float(network.capacities_pps[0])
     slot = args.slot_packets / capacity
-    source = OpenLoop("poisson")
-    params = source.params(np.full(network.n_flows, 0.95 * capacity / network.n_flows), slot)
-    pool = 4096
+    source = OpenLoop("poisson", np.full(network.n_flows, 0.95 * capacity / network.n_flows))
     for label, seeds in (("(a) one run", [1]), (f"(b) batch of {args.batch}", list(range(1, args.batch + 1)))):
-        simulate(network, source, params, duration_s=args.duration, slot_s=slot, seeds=seeds, pool_size=pool)
+        simulate(network, source, duration_s=args.duration, slot_s=slot, seeds=seeds)
         begin = time.perf_counter()
-        run = simulate(network, source, params, duration_s=args.duration, slot_s=slot, seeds=seeds, pool_size=pool)
+        run = simulate(network, source, duration_s=args.duration, slot_s=slot, seeds=seeds)
         wall = time.perf_counter() - begin
         forwarded = float(run.link_accepted.values.sum())
-        overflow = int(run.pool_overflow.values.sum())
         print(f"{label}: {forwarded:.0f} packets forwarded in {wall:.2f} s = {forwarded / wall:,.0f} packets/s "
-              f"({len(seeds)} x {args.duration:g} s simulated, slot {args.slot_packets:g} packet times, pool {pool}, "
-              f"pool overflow {overflow}, mean queue {float(run.queue_mean.mean()):.1f} packets)")
+              f"({len(seeds)} x {args.duration:g} s simulated, slot {args.slot_packets:g} packet times, calendar {run.attrs['calendar_slots']} slots, mean queue {float(run.queue_mean.mean()):.1f} packets)")
     return 0
 
 

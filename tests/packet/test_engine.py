@@ -9,6 +9,7 @@ from fluidcc.errors import ParameterError
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate
 from fluidcc.packet.protocols import OpenLoop
+from fluidcc.packet.workloads import FlowTable
 
 
 def _one_link(capacity_pps=1000.0, buffer=10_000, delay_s=0.001):
@@ -22,10 +23,8 @@ def test_poisson_packets_into_one_link_queue_like_md1(load):
     of one slot, the backlog at slot boundaries is the queue M/D/1 leaves behind at departures,
     whose mean is Lq (8 seeds x 200 000 packet times; measured 3.995 against 4.05 at 0.9)."""
     network = _one_link()
-    source = OpenLoop("poisson")
-    run = simulate(network, source, source.params(load * 1000.0, 1e-3), duration_s=200.0,
-                   seeds=range(1, 9), pool_size=64)
-    assert np.all(run.pool_overflow.values == 0)
+    run = simulate(network, OpenLoop("poisson", load * 1000.0), duration_s=200.0, seeds=list(range(1, 9)))
+    assert np.all(run.late.values == 0)
     expected = load**2 / (2 * (1 - load))
     assert float(run.queue_mean.mean()) == pytest.approx(expected, rel=0.05)
     departed = run.link_accepted.values.sum() / (8 * 200.0 * 1000.0)
@@ -41,25 +40,22 @@ def _two_links(buffers=(5, 3)):
 @pytest.mark.parametrize("kind", ["poisson", "constant"])
 def test_every_packet_is_accounted_for_exactly(kind):
     network = _two_links()
-    source = OpenLoop(kind)
-    params = source.params([400.0, 900.0, 300.0], 1e-3, size_packets=[500, np.inf, 2000], start_s=[0.0, 0.1, 0.05],
-                           stop_s=[np.inf, 1.5, np.inf])
-    run = simulate(network, source, params, duration_s=2.0, seeds=[3, 4], slot_s=1e-3, pool_size=256)
+    flows = FlowTable([0.0, 0.1, 0.05], [500, np.inf, 2000], [np.inf, 1.5, np.inf], [0, 1, 2])
+    run = simulate(network, OpenLoop(kind, [400.0, 900.0, 300.0]), flows, duration_s=2.0, seeds=[3, 4], slot_s=1e-3)
     sent, delivered, dropped, in_flight = (run[v].values for v in ("sent", "delivered", "dropped", "in_flight"))
     assert np.all(sent == delivered + dropped + in_flight)
     assert np.all(delivered <= sent) and np.all(dropped > 0)  # the links overflow: drops happen
     assert np.all(sent[:, 0] <= 500) and np.all(sent[:, 2] <= 2000)
     assert np.all(run.link_dropped.values.sum(axis=1) == dropped.sum(axis=1))
-    assert np.all(run.pool_overflow.values == 0)
+    assert np.all(run.late.values == 0)
 
 
 def test_a_packet_crosses_an_idle_path_in_service_plus_propagation_rounded_up_per_hop():
     network = _two_links(buffers=(100, 100))
-    source = OpenLoop("constant")
     # one packet of flow "ab" at t = 0.050 s: link a serves it in 1 slot (1 ms), 10 ms to b, which
     # serves it in 2 slots, 5.5 ms to the receiver: 1 + 10 + 2 + 5.5 = 18.5 ms, rounded up per hop: 19
-    params = source.params([1000.0, 1.0, 1.0], 1e-3, size_packets=[1, 1, 1], start_s=[0.05, 1.0, 1.0])
-    run = simulate(network, source, params, duration_s=0.2, slot_s=1e-3)
+    flows = FlowTable([0.05, 1.0, 1.0], [1, 1, 1], route=[0, 1, 2])
+    run = simulate(network, OpenLoop("constant", [1000.0, 1.0, 1.0]), flows, duration_s=0.2, slot_s=1e-3)
     assert float(run.first_sent.values[0, 0]) == pytest.approx(0.050)
     assert float(run.last_delivered.values[0, 0] - run.first_sent.values[0, 0]) == pytest.approx(0.019)
     assert run.delivered.values[0, 0] == 1 and run.sent.values[0, 1] == 0  # the others start later
@@ -67,10 +63,9 @@ def test_a_packet_crosses_an_idle_path_in_service_plus_propagation_rounded_up_pe
 
 def test_drop_tail_fills_the_buffer_then_drops_the_excess():
     network = _one_link(buffer=20)
-    source = OpenLoop("constant")
     # two packets per slot into a link serving one: the queue grows by one a slot until 20 wait
     # beside the one in service, then one packet of two is dropped every slot
-    run = simulate(network, source, source.params(2000.0, 1e-3), duration_s=1.0, slot_s=1e-3, pool_size=64)
+    run = simulate(network, OpenLoop("constant", 2000.0), duration_s=1.0, slot_s=1e-3)
     assert run.sent.values[0, 0] == 2000
     assert run.link_accepted.values[0, 0] == 1000 + 20  # accepted: served, or not yet at the end
     assert run.dropped.values[0, 0] == 2000 - 1000 - 20
@@ -78,43 +73,31 @@ def test_drop_tail_fills_the_buffer_then_drops_the_excess():
     assert run.in_flight.values[0, 0] == run.sent.values[0, 0] - run.delivered.values[0, 0] - run.dropped.values[0, 0]
 
 
-def test_a_full_pool_is_reported_and_the_books_still_balance():
-    network = _one_link(buffer=1000)
-    source = OpenLoop("constant")
-    run = simulate(network, source, source.params(3000.0, 1e-3), duration_s=0.5, slot_s=1e-3, pool_size=16)
-    assert run.pool_overflow.values[0] > 0
-    assert run.sent.values[0, 0] + run.pool_overflow.values[0] == 1500
-    v = run.isel(seed=0, flow=0)
-    assert int(v.sent) == int(v.delivered) + int(v.dropped) + int(v.in_flight)
-
-
 def test_runs_are_deterministic_per_seed():
     network = _two_links()
-    source = OpenLoop("poisson")
-    params = source.params([400.0, 900.0, 300.0], 1e-3)
-    a = simulate(network, source, params, duration_s=0.5, seeds=[7, 8], slot_s=1e-3, pool_size=128)
-    b = simulate(network, source, params, duration_s=0.5, seeds=[7], slot_s=1e-3, pool_size=128)
+    source = OpenLoop("poisson", [400.0, 900.0, 300.0])
+    a = simulate(network, source, duration_s=0.5, seeds=[7, 8], slot_s=1e-3)
+    b = simulate(network, source, duration_s=0.5, seeds=[7], slot_s=1e-3)
     assert np.array_equal(a.sent.values[0], b.sent.values[0]) and np.array_equal(a.dropped.values[0], b.dropped.values[0])
     assert not np.array_equal(a.sent.values[0], a.sent.values[1])
 
 
 @pytest.mark.parametrize("kwargs, field", [
     ({"duration_s": 0.0}, "duration"), ({"duration_s": 1.0, "slot_s": -1e-3}, "slot"),
-    ({"duration_s": 1.0, "seeds": []}, "seeds"), ({"duration_s": 1.0, "flow_route": [0, 5]}, "flow_route"),
-    ({"duration_s": 1.0, "pool_size": 0}, "pool_size"),
+    ({"duration_s": 1.0, "seeds": []}, "seeds"), ({"duration_s": 1.0, "seeds": [-1]}, "seeds"),
+    ({"duration_s": 1.0, "flows": FlowTable([0.0], [1], route=5)}, "route"),
+    ({"duration_s": 1.0, "flows": [FlowTable([0.0], [1])] * 2}, "flows"),
+    ({"duration_s": 1.0, "buffers": -1}, "buffers"),
 ])
 def test_bad_simulation_input_names_the_field(kwargs, field):
-    source = OpenLoop("constant")
     with pytest.raises(ParameterError, match=field):
-        simulate(_one_link(), source, source.params(10.0, 1e-3), **kwargs)
+        simulate(_one_link(), OpenLoop("constant", 10.0), **kwargs)
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"rate_pps": 0.0}, "rate"), ({"rate_pps": 1.0, "size_packets": 0}, "size"),
-    ({"rate_pps": 1.0, "start_s": -1.0}, "start"), ({"rate_pps": 1.0, "start_s": 2.0, "stop_s": 1.0}, "stop"),
-])
-def test_bad_source_input_names_the_field(kwargs, field):
-    with pytest.raises(ParameterError, match=field):
-        OpenLoop("constant").params(slot_s=1e-3, **kwargs)
+def test_bad_source_input_names_the_field():
+    with pytest.raises(ParameterError, match="rate"):
+        OpenLoop("constant", 0.0)
     with pytest.raises(ParameterError, match="kind"):
         OpenLoop("bursty")
+    with pytest.raises(ParameterError, match="rate"):
+        simulate(_two_links(), OpenLoop("constant", [1.0, 2.0]), duration_s=0.1)

@@ -1,11 +1,13 @@
-"""`simulate`: one network, one protocol, a batch of seeds, as an xarray dataset."""
+"""`simulate`: one network, one protocol, flows, a batch of runs, as an xarray dataset."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import math
 import time
+from typing import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -15,89 +17,190 @@ import xarray as xr
 from .._version import __version__
 from ..errors import ParameterError
 from ..network import Network
-from .engine import Paths, check_slot, default_slot, simulate_slots
+from .engine import Flows, Layout, Timing, check_slot, default_buffers, default_slot, simulate_slots
+from .workloads import FlowTable
 
 
-def default_pool_size(network: Network, paths: Paths, slot_s: float) -> int:
-    """Room for every buffer twice over and every link's capacity over the largest RTT (a power of two)."""
-    in_flight = float(np.sum(network.capacities_pps)) * float(np.max(network.rtt_s))
-    size = 2.0 * float(np.sum(paths.buffer_packets)) + 2.0 * in_flight + 64.0
-    return 1 << int(math.ceil(math.log2(size)))
+def network_flows(network: Network) -> FlowTable:
+    """One long-lived flow per flow of the network, with its start and stop times."""
+    return FlowTable(network.start_s, np.full(network.n_flows, np.inf), network.stop_s,
+                     np.arange(network.n_flows, dtype=np.int32))
 
 
-def simulate(network: Network, protocol, params, *, duration_s: float, slot_s: float | None = None,
-             seeds=(0,), pool_size: int | None = None, sample_s: float | None = None,
-             flow_route=None) -> xr.Dataset:
-    """Simulate `protocol` (with its `params`, built for this slot) on `network` for each seed.
+def _tables(network: Network, flows, n_runs: int) -> list[FlowTable]:
+    if flows is None:
+        flows = network_flows(network)
+    tables = list(flows) if isinstance(flows, (list, tuple)) else [flows] * n_runs
+    if len(tables) != n_runs:
+        raise ParameterError("flows", f"{len(tables)} flow tables", f"one flow table, or one per seed ({n_runs})")
+    for k, table in enumerate(tables):
+        if not isinstance(table, FlowTable):
+            raise ParameterError(f"flows[{k}]", type(table).__name__, "a fluidcc.packet.workloads.FlowTable")
+        if len(table) == 0:
+            raise ParameterError(f"flows[{k}]", "no flows", "at least one flow")
+        bad = (table.route < 0) | (table.route >= network.n_flows)
+        if np.any(bad):
+            raise ParameterError(f"flows[{k}].route", int(table.route[np.argmax(bad)]),
+                                 f"a route index in [0, {network.n_flows}) (the network's flows: "
+                                 f"{', '.join(network.flow_names)})")
+    return tables
 
-    flow_route: the route (a flow of `network`) each simulated flow follows; default: one flow per
-    network flow. slot_s: default one packet time at the fastest link. sample_s: spacing of the
-    queue samples (default: about 1000 samples). pool_size: most packets in the network at once
-    (default `default_pool_size`); `pool_overflow` counts packets the sources could not send.
 
-    Returns a dataset over (seed, flow) and (seed, link), and queue samples over (seed, sample,
-    link): packets sent, delivered, dropped and in flight at the end per flow (sent = delivered +
-    dropped + in flight, exactly), first send and last delivery times, per link packets accepted and dropped,
-    mean queue (packets waiting or in service at slot boundaries).
+def _padded(tables: list[FlowTable], timing: Timing) -> tuple[Flows, np.ndarray, np.ndarray]:
+    """Stack the runs' flows, padding shorter tables with flows that never start."""
+    width = max(len(t) for t in tables)
+    start = np.full((len(tables), width), np.inf)
+    stop = np.full((len(tables), width), np.inf)
+    size = np.ones((len(tables), width))
+    route = np.zeros((len(tables), width), dtype=np.int32)
+    for k, t in enumerate(tables):
+        n = len(t)
+        start[k, :n] = np.ceil(t.start_s / timing.slot_s - 1e-9)
+        stop[k, :n] = np.where(np.isfinite(t.stop_s), np.ceil(t.stop_s / timing.slot_s - 1e-9), np.inf)
+        size[k, :n] = t.size_packets
+        route[k, :n] = t.route
+    return Flows(start=jnp.asarray(start), stop=jnp.asarray(stop), size=jnp.asarray(size)), route, start
+
+
+def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] | None = None, *,
+             duration_s: float, slot_s: float | None = None, seeds=(0,), sample_s: float | None = None,
+             buffers=None) -> xr.Dataset:
+    """Simulate `protocol`'s sources (and routers) on `network`, one run per seed, vmapped.
+
+    flows: a `FlowTable` for every run, or one per seed (runs with fewer flows are padded with
+    flows that never start; every run's table must use the same routes for a given flow index, so
+    give per-run tables whose flows differ only in number, times and sizes); default: one
+    long-lived flow per network flow. slot_s: default one packet time at the fastest link.
+    sample_s: spacing of the time series (default: about 1000 samples). buffers: per link,
+    packets (default: as the network gives, else one BDP).
+
+    Returns a dataset over (run, flow) and (run, link) with the time series over (run, sample, link)
+    and provenance: per flow packets sent, delivered to the receiver, dropped and in flight at the
+    end (sent = delivered + dropped + in flight, exactly), received (in order, once: the
+    receiver's cumulative ACK), duplicates, start, first send, finish (the receiver has every
+    packet; NaN if not by the end) and last delivery times; per link packets accepted and
+    dropped and the mean backlog; over time the backlog, packets served and active flows.
     """
     slot = default_slot(network) if slot_s is None else slot_s
     timing = check_slot(slot, duration_s)
-    paths = Paths.build(network, timing.slot_s)
-    routes = np.arange(network.n_flows) if flow_route is None else np.asarray(flow_route)
-    if routes.ndim != 1 or routes.size == 0 or np.any((routes < 0) | (routes >= network.n_flows)):
-        raise ParameterError("flow_route", routes, f"route indices in [0, {network.n_flows})")
-    pool = default_pool_size(network, paths, timing.slot_s) if pool_size is None else int(pool_size)
-    if pool < 1:
-        raise ParameterError("pool_size", pool_size, "a whole number >= 1")
     seeds = np.atleast_1d(np.asarray(seeds))
     if seeds.size == 0:
         raise ParameterError("seeds", [], "at least one seed")
+    if seeds.dtype.kind not in "iu" or np.any(seeds < 0):
+        raise ParameterError("seeds", seeds.tolist(), "whole numbers >= 0")
+    if buffers is not None:
+        buffers = np.broadcast_to(np.asarray(buffers, dtype=np.float64), (network.n_links,))
+        if not np.all(np.isfinite(buffers) & (buffers >= 0)):
+            raise ParameterError("buffers", buffers.tolist(), "packets >= 0 per link")
+    tables = _tables(network, flows, seeds.size)
+    arrays, route, start_slots = _padded(tables, timing)
+    if np.any(route != route[0]):
+        raise ParameterError("flows", "different routes for one flow index across runs",
+                             "per-run flow tables whose k-th flows share a route")
+    layout = Layout.build(network, route[0], timing.slot_s, buffers)
+    params = protocol.params(network, layout, timing, tables)
     every = max(1, int(round((sample_s if sample_s is not None else duration_s / 1000.0) / timing.slot_s)))
     every = min(every, timing.n_slots)
 
-    def one(key):
-        return simulate_slots(protocol, paths, jnp.asarray(routes, dtype=jnp.int32), timing, pool, every, params, key)
-
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
     started = time.perf_counter()
-    out = jax.device_get(jax.jit(jax.vmap(one))(keys))
+    out = jax.device_get(_compiled(protocol, layout, timing, every)(keys, arrays, params))
     wall = time.perf_counter() - started
-    slot_s_ = timing.slot_s
+    return _dataset(network, protocol, tables, layout, timing, seeds, every, start_slots, out, wall)
+
+
+_CACHE: dict = {}
+
+
+def _compiled(protocol, layout: Layout, timing: Timing, every: int):
+    """The jitted, vmapped simulation for this protocol, layout and timing (kept: JAX then reuses
+    its compilation for every call with the same shapes)."""
+    digest = hashlib.sha256()
+    for name in sorted(vars(layout)):
+        value = getattr(layout, name)
+        digest.update(name.encode() + (np.ascontiguousarray(value).tobytes() if isinstance(value, np.ndarray)
+                                       else repr(value).encode()))
+    key = (type(protocol).__module__, type(protocol).__qualname__,
+           json.dumps(getattr(protocol, "settings", lambda: {})(), sort_keys=True), digest.hexdigest(), timing, every)
+    if key not in _CACHE:
+        if len(_CACHE) >= 32:
+            _CACHE.pop(next(iter(_CACHE)))
+
+        def one(seed_key, flows_k, params_k):
+            return simulate_slots(protocol, layout, flows_k, timing, every, params_k, seed_key)
+
+        batched = getattr(protocol, "batched_params", False)
+        _CACHE[key] = jax.jit(jax.vmap(one, in_axes=(0, 0, 0 if batched else None)))
+    return _CACHE[key]
+
+
+def _dataset(network, protocol, tables, layout, timing, seeds, every, start_slots, out, wall) -> xr.Dataset:
+    slot_s = timing.slot_s
 
     def seconds(slots):
         slots = np.asarray(slots, dtype=np.float64)
-        return np.where(slots >= 0, slots * slot_s_, np.nan)
+        return np.where(slots >= 0, slots * slot_s, np.nan)
 
-    names_flow = [f"{network.flows[r].name}#{k}" if flow_route is not None else network.flows[r].name
-                  for k, r in enumerate(routes)]
-    n_samples = out["queue_samples"].shape[1]
+    width = start_slots.shape[1]
+    size = np.full((len(tables), width), np.nan)
+    route = np.full((len(tables), width), -1, dtype=np.int32)
+    for k, t in enumerate(tables):
+        size[k, : len(t)] = t.size_packets
+        route[k, : len(t)] = t.route
+    finished = seconds(out["finished"])  # the last packet reached the receiver at that slot boundary
+    start = np.where(np.isfinite(start_slots), start_slots * slot_s, np.nan)
+    samples = out["samples"]
+    n_samples = samples["queue_mean"].shape[1]
+    served = np.diff(samples["link_accepted"], axis=1, prepend=0)
+    per = ("run", "flow")
     data = {
-        "sent": (("seed", "flow"), out["sent"], {"units": "packets"}),
-        "delivered": (("seed", "flow"), out["delivered"], {"units": "packets"}),
-        "dropped": (("seed", "flow"), out["dropped"], {"units": "packets"}),
-        "in_flight": (("seed", "flow"), out["in_flight"], {"units": "packets", "long_name": "in the network at the end"}),
-        "first_sent": (("seed", "flow"), seconds(out["first_sent"]), {"units": "s"}),
-        "last_delivered": (("seed", "flow"), seconds(out["last_delivered"]), {"units": "s"}),
-        "link_accepted": (("seed", "link"), out["link_accepted"],
+        "start": (per, start, {"units": "s", "long_name": "flow start (its SYN), on a slot boundary"}),
+        "size": (per, size, {"units": "packets", "long_name": "flow size (inf: long-lived; NaN: padding)"}),
+        "route_index": (per, route, {"long_name": "the network flow whose route it follows (-1: padding)"}),
+        "sent": (per, out["sent"], {"units": "packets"}),
+        "delivered": (per, out["delivered"], {"units": "packets", "long_name": "packets that reached the receiver"}),
+        "received": (per, out["received"], {"units": "packets", "long_name": "in-order data at the receiver"}),
+        "duplicates": (per, out["duplicates"], {"units": "packets", "long_name": "delivered again"}),
+        "dropped": (per, out["dropped"], {"units": "packets"}),
+        "in_flight": (per, out["in_flight"], {"units": "packets", "long_name": "in the network at the end"}),
+        "first_sent": (per, seconds(out["first_sent"]), {"units": "s"}),
+        "last_delivered": (per, seconds(out["last_delivered"]), {"units": "s"}),
+        "finish": (per, finished, {"units": "s", "long_name": "the receiver has every packet (NaN: not by the end)"}),
+        "fct": (per, finished - start, {"units": "s", "long_name": "flow completion time, SYN to last packet"}),
+        "link_accepted": (("run", "link"), out["link_accepted"],
                           {"units": "packets", "long_name": "packets the link took (served, or queued at the end)"}),
-        "link_dropped": (("seed", "link"), out["link_dropped"], {"units": "packets"}),
-        "queue_mean": (("seed", "link"), out["queue_mean"], {"units": "packets",
-                                                              "long_name": "mean backlog at slot boundaries"}),
-        "queue": (("seed", "sample", "link"), out["queue_sample_means"], {"units": "packets",
-                                                                         "long_name": "mean backlog per sample"}),
-        "pool_overflow": (("seed",), out["pool_overflow"], {"units": "packets",
-                                                            "long_name": "packets the sources could not send"}),
+        "link_dropped": (("run", "link"), out["link_dropped"], {"units": "packets"}),
+        "queue_mean": (("run", "link"), samples["queue_mean"].mean(axis=1),
+                       {"units": "packets", "long_name": "mean backlog at slot boundaries"}),
+        "queue": (("run", "sample", "link"), samples["queue_mean"],
+                  {"units": "packets", "long_name": "mean backlog per sample"}),
+        "served": (("run", "sample", "link"), served, {"units": "packets", "long_name": "accepted per sample"}),
+        "active": (("run", "sample"), samples["active"], {"long_name": "flows started and not finished"}),
+        "late": (("run",), out["late"], {"long_name": "batches the calendar could not hold (must be 0)"}),
     }
+    for name, value in samples.items():
+        if name not in ("queue_mean", "queue_end", "link_accepted", "active"):
+            data[name] = (("run", "sample", "link"), value, {"source": "router"})
     coords = {
-        "seed": seeds, "flow": names_flow, "link": network.link_names,
-        "sample_time": ("sample", (np.arange(n_samples) + 1) * every * slot_s_, {"units": "s"}),
-        "route": ("flow", routes),
+        "seed": ("run", seeds), "flow": np.arange(width), "link": network.link_names,
+        "sample_time": ("sample", (np.arange(n_samples) + 1) * every * slot_s, {"units": "s"}),
     }
     attrs = {
         "title": "fluidcc packet simulation", "protocol": getattr(protocol, "name", type(protocol).__name__),
+        "protocol_settings": json.dumps(getattr(protocol, "settings", lambda: {})()),
         "fluidcc_version": __version__, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "slot_s": slot_s_, "duration_s": timing.n_slots * slot_s_, "pool_size": pool,
+        "slot_s": slot_s, "duration_s": timing.n_slots * slot_s, "calendar_slots": layout.horizon,
         "network": json.dumps(network.to_dict()), "wall_s": wall,
-        "buffer_packets": json.dumps(paths.buffer_packets.tolist()),
+        "buffer_packets": json.dumps(layout.buffer.tolist()),
+        "flow_names": json.dumps(network.flow_names),
     }
     return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def finished_fraction(run: xr.Dataset) -> float:
+    """Fraction of the (non-padding) finite flows whose receiver had every packet by the end."""
+    finite = np.isfinite(run["size"].values)
+    return float(np.mean(np.isfinite(run["finish"].values[finite]))) if finite.any() else math.nan
+
+
+__all__ = ["default_buffers", "network_flows", "simulate", "finished_fraction"]

@@ -1,30 +1,51 @@
-"""The packet-level engine: discrete time, FIFO drop-tail links, packets in a fixed pool, in JAX.
+"""The packet-level engine: discrete time, FIFO drop-tail links, batches of packets on a calendar.
 
 Time advances in slots of `slot_s` seconds (default: one packet transmission time at the fastest
-link). Every packet in the network is an entry of a fixed-size pool (arrays over entries: flow,
-sequence number, where it is, the slot it is due there); one `lax.scan` step handles one slot,
-vectorized over the pool and the flows, and a batch of independent runs (seeds or parameter
-points) is a `vmap` of the whole scan, so the same code runs on a GPU.
+link; coarser slots are allowed and keep whole-packet accounting). One `lax.scan` step handles one
+slot for every flow and link at once, and a batch of independent runs (seeds) is a `vmap` of the
+whole scan, so the same code runs on a GPU. The work of a slot grows with the number of flows and
+hops, not with the packets in flight.
 
-**Links.** Link l serves packets first-in first-out at its capacity C_l: one packet takes
-s_l = 1 / (C_l slot) slots (a whole number of packets per slot when the slot divides evenly,
-fractions carried over otherwise: the link keeps the time V_l at which it will have served every
-packet it accepted). Packets reach a link at slot boundaries; those reaching it in the same slot
-are taken in pool order. A packet that finds `buffer_l` packets waiting (the one in service not
-counted) is dropped (drop-tail). An accepted packet leaves at max(t, V_l) + k s_l for the k-th
-accepted packet of the slot, and reaches the next hop after the link's propagation delay, at the
-first slot boundary at or after that instant (so each hop rounds up to one slot).
+**Batches.** In each slot a source sends at most one *batch*: a run of consecutive sequence
+numbers [seq, seq + n) (new data, or a retransmission), or a SYN (no data). Every link is FIFO and
+a flow follows one route, so a flow's packets never overtake one another; a batch therefore stays
+one run of consecutive sequence numbers from hop to hop. Where it is due next (a hop of its route,
+the receiver, or its source for acknowledgements) is a cell of a *calendar* indexed by
+(flow, stage, due slot modulo the horizon D); one slot reads one column of the calendar.
 
-**Paths.** A flow's packets wait its access delay, cross the links of its route, and are
-delivered; the acknowledgement returns on an uncongested reverse path (propagation only: the
-links' delays plus the access delay), so the round trip without queueing is the network's RTT of
-the flow (rounded up to slots per hop).
+**Links.** Link l serves packets first in first out at its capacity C_l (s_l = 1 / (C_l slot)
+slots per packet) and keeps the time V_l at which it will have served every packet it accepted.
+Batches reaching a link in a slot arrive at its start; the link takes them in flow order from a
+random starting point (so no flow is always last), and accepts as many packets as fit: its buffer
+(default: one bandwidth-delay product of the mean RTT of its flows) plus what it serves during
+the slot, less its backlog (drop-tail; with one packet per slot this is the usual rule: `buffer`
+waiting beside the one in service). A batch loses its last packets when it does not fit whole.
+A batch leaves when its last accepted packet has been served and reaches its next stage after the
+link's propagation delay, at the first slot boundary at or after that instant (so each hop rounds
+up to a slot). Two batches of a flow never share a cell: a batch that would reach a stage in the
+same slot as the flow's previous one arrives one slot later (this happens only when a queue
+drains batches smaller than a slot's service; it delays a batch by at most a slot per hop).
+A SYN is not dropped and takes no service: it waits behind the link's backlog (documented choice:
+losing SYNs would add TCP's 1-3 s SYN timeout, which the papers' experiments do not model).
 
-**Sources** are protocols (`fluidcc.packet.protocols`): each slot, a protocol learns how many
-acknowledgements each of its flows received and says how many new packets each sends. The
-engine counts, per flow, packets sent, delivered, dropped and in flight, exactly (integers); a
-pool too small for the packets the sources want to send is reported (`pool_overflow`), never
-silently absorbed: the sources are told how many packets they could not send.
+**Receivers** keep the next expected sequence number and up to `OOO_RANGES` runs of packets
+received out of order (a receiver with more holes discards the highest run: the data counts as
+delivered but not received, and the source sends it again). For every packet the receiver returns
+one acknowledgement (no delayed ACKs); the acknowledgements of one batch travel together, on an
+uncongested reverse path (propagation only: the links' delays plus the access delay), and tell the
+source how many of them advanced the cumulative acknowledgement (`n_new`), how many repeated it
+(`n_dup`), its value, the slot the data was sent (an echoed timestamp), and the header fields the
+routers stamped into the data (RCP's rate, for instance).
+
+**Sources** send through a network interface as fast as their first link: each slot a source is
+given a budget of whole packets (its first link's packets per slot, fractions carried over, no
+credit saved while idle), so a window's burst leaves one link's worth per slot, as a real NIC
+would pace it, and batches stay within a slot's service. Closed-loop sources keep to the budget;
+the open-loop sources ignore it (they stand for the arrivals of many senders).
+
+**Sources** are protocols (`fluidcc.packet.protocols`); routers are part of the protocol too
+(`stamp` and `router_step`). The engine counts, per flow, packets sent, delivered to the receiver,
+dropped and in flight, exactly (integers), and the slot the flow's receiver had all its data.
 
 Units: seconds and packets outside; slots inside (`Timing` converts).
 """
@@ -33,7 +54,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -42,13 +63,11 @@ import numpy as np
 from ..errors import ParameterError
 from ..network import Network
 
-#: Where a pool entry is (its `hop` field): >= 0: due at that link of its route; the others:
-FREE = -1
-AT_RECEIVER = -2
-ACK = -3
-
-#: Integer type of packet counts and sequence numbers (exact accounting).
+#: Integer type of sequence numbers and packet counters (exact accounting).
 COUNT = jnp.int64
+#: Runs of out-of-order packets a receiver keeps.
+OOO_RANGES = 16
+_NONE = np.iinfo(np.int64).max // 4  # an empty out-of-order run starts here
 
 
 @dataclass(frozen=True)
@@ -61,55 +80,6 @@ class Timing:
     def slots(self, seconds) -> np.ndarray:
         """Seconds -> slots (float)."""
         return np.asarray(seconds, dtype=np.float64) / self.slot_s
-
-
-@dataclass(frozen=True)
-class Paths:
-    """The static arrays of a network the engine needs (NumPy; become JAX constants).
-
-    route: (R, H) link index of each hop of each route (-1 past its end); route_length (R,);
-    service_slots (L,): s_l; propagation_slots (L,); buffer_packets (L,); access_slots (R,);
-    return_slots (R,): the acknowledgement's way back (propagation only), whole slots.
-    """
-
-    route: np.ndarray
-    route_length: np.ndarray
-    service_slots: np.ndarray
-    propagation_slots: np.ndarray
-    buffer_packets: np.ndarray
-    access_slots: np.ndarray
-    return_slots: np.ndarray
-
-    @classmethod
-    def build(cls, network: Network, slot_s: float) -> "Paths":
-        capacity = network.capacities_pps
-        delays = network.link_delays_s
-        buffers = []
-        rtts = network.rtt_s
-        for l, link in enumerate(network.links):
-            if link.buffer_packets is not None:
-                buffers.append(float(link.buffer_packets))
-                continue
-            # default: one bandwidth-delay product of the mean RTT of the link's flows (>= 1 packet)
-            crossing = [i for i in network.flows_on(l)]
-            rtt = float(np.mean(rtts[crossing])) if crossing else 2.0 * delays[l]
-            buffers.append(max(1.0, math.ceil(capacity[l] * rtt)))
-        routes = [network.route_indices(i) for i in range(network.n_flows)]
-        hops = max(len(r) for r in routes)
-        route = np.full((len(routes), hops), -1, dtype=np.int32)
-        for i, r in enumerate(routes):
-            route[i, : len(r)] = r
-        access = np.array([flow.access_delay_s for flow in network.flows])
-        back = np.array([access[i] + sum(delays[l] for l in r) for i, r in enumerate(routes)])
-        return cls(
-            route=route,
-            route_length=np.array([len(r) for r in routes], dtype=np.int32),
-            service_slots=1.0 / (capacity * slot_s),
-            propagation_slots=delays / slot_s,
-            buffer_packets=np.asarray(buffers, dtype=np.float64),
-            access_slots=np.ceil(access / slot_s - 1e-9),
-            return_slots=np.ceil(back / slot_s - 1e-9),
-        )
 
 
 def default_slot(network: Network) -> float:
@@ -125,141 +95,367 @@ def check_slot(slot_s: float, duration_s: float) -> Timing:
     return Timing(float(slot_s), int(math.ceil(duration_s / slot_s - 1e-9)))
 
 
-# --------------------------------------------------------------------------------- one slot
-def _allocate(free, wanted, next_seq):
-    """Place the new packets of this slot in free pool entries, flows in order.
-
-    free (P,) bool; wanted (F,) whole numbers of new packets per flow; next_seq (F,).
-    Returns (is_new (P,), flow (P,), seq (P,), sent (F,)): sent <= wanted when the pool is full.
-    """
-    total = jnp.cumsum(wanted)
-    room = jnp.sum(free)
-    placed = jnp.minimum(total, room)
-    sent = placed - jnp.concatenate([jnp.zeros(1, placed.dtype), placed[:-1]])
-    rank = jnp.cumsum(free) - 1  # position of each free entry among the free ones
-    is_new = free & (rank < placed[-1])
-    flow = jnp.searchsorted(placed, rank, side="right").astype(jnp.int32)
-    flow = jnp.minimum(flow, wanted.shape[0] - 1)
-    first = placed[flow] - sent[flow]  # rank of the flow's first new packet
-    seq = next_seq[flow] + (rank - first)
-    return is_new, flow, seq.astype(COUNT), sent.astype(COUNT)
+def default_buffers(network: Network) -> np.ndarray:
+    """Each link's buffer, packets: as given, else one BDP of the mean RTT of its flows (>= 1)."""
+    capacity = network.capacities_pps
+    rtts = network.rtt_s
+    out = []
+    for l, link in enumerate(network.links):
+        if link.buffer_packets is not None:
+            out.append(float(link.buffer_packets))
+            continue
+        crossing = network.flows_on(l)
+        rtt = float(np.mean(rtts[crossing])) if crossing else 2.0 * float(network.link_delays_s[l])
+        out.append(max(1.0, math.ceil(capacity[l] * rtt)))
+    return np.asarray(out, dtype=np.float64)
 
 
-def _link_step(t, hop, due, flow, paths, virtual_finish, n_links):
-    """Packets due at a link this slot: drop-tail admission and FIFO departure times.
-
-    Returns (arriving (P,), accepted (P,), next_due (P,) int, new virtual_finish (L,), per-link
-    accepted and dropped counts (L,)).
-    """
-    route = jnp.asarray(paths.route)
-    here = (hop >= 0) & (due == t)
-    link = jnp.where(here, route[flow, jnp.maximum(hop, 0)], 0)
-    onehot = (link[:, None] == jnp.arange(n_links)[None, :]) & here[:, None]  # (P, L)
-    rank = jnp.sum(jnp.where(onehot, jnp.cumsum(onehot, axis=0) - 1, 0), axis=1)  # order among the link's arrivals
-    service = jnp.asarray(paths.service_slots)
-    start = jnp.maximum(virtual_finish, t.astype(virtual_finish.dtype))  # (L,)
-    # packets waiting at t, the one in service not counted (-1 for an idle link, which takes one
-    # packet straight into service)
-    waiting = (start - t) / service - 1.0
-    room = jnp.floor(jnp.asarray(paths.buffer_packets) - waiting + 1e-9)
-    accepted = here & (rank < room[link])
-    counts = jnp.sum(onehot & accepted[:, None], axis=0, dtype=COUNT)
-    arrivals = jnp.sum(onehot, axis=0, dtype=COUNT)
-    leave = start[link] + (rank + 1) * service[link]
-    reach = leave + jnp.asarray(paths.propagation_slots)[link]
-    next_due = jnp.ceil(reach - 1e-9).astype(due.dtype)
-    virtual_finish = start + counts * service
-    return here, accepted, next_due, virtual_finish, counts, arrivals - counts
-
-
-@jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class Pool:
-    """Every packet in the network (arrays of shape (P,))."""
+class Layout:
+    """The static arrays of one simulation (NumPy; they become JAX constants).
 
-    hop: jax.Array  # FREE, a hop index, AT_RECEIVER or ACK
-    due: jax.Array  # slot at which it reaches its next point
-    flow: jax.Array
-    seq: jax.Array
-    sent_slot: jax.Array  # slot it left the source (for RTT samples)
-
-
-def empty_pool(size: int) -> Pool:
-    zeros = jnp.zeros(size, dtype=jnp.int32)
-    return Pool(hop=jnp.full(size, FREE, dtype=jnp.int32), due=zeros, flow=zeros, seq=jnp.zeros(size, COUNT),
-                sent_slot=zeros)
-
-
-def simulate_slots(protocol, paths: Paths, flow_route, timing: Timing, pool_size: int, sample_every: int,
-                   params: Any, key):
-    """Run one simulation (jit and vmap it for batches). Returns a dict of JAX arrays.
-
-    flow_route (F,): each flow's route index into `paths`. params: the protocol's parameters.
+    Per simulated flow (F): route (F, H) link of each hop (-1 past the end), length (F,), access
+    and back (F,) whole slots to the first link and of the acknowledgements' way back (>= 1).
+    Per link (L): service (slots per packet), per_slot (packets per slot), propagation (slots,
+    fractional), buffer (packets). horizon: the calendar's length D in slots (a power of two).
+    For the per-link running sums: order (F H,) sorts the hops by link, first (L,) and last (L,)
+    are where each link's hops start and end in that order (first == last: no hop).
     """
-    n_flows = flow_route.shape[0]
-    n_links = paths.service_slots.shape[0]
-    route_length = jnp.asarray(paths.route_length)[flow_route]
-    access = jnp.asarray(paths.access_slots, dtype=jnp.int32)[flow_route]
-    back = jnp.asarray(paths.return_slots, dtype=jnp.int32)[flow_route]
-    n_samples = timing.n_slots // sample_every
 
-    def step(carry, t):
-        pool, virtual_finish, counters, proto, overflow = carry
-        # 1. acknowledgements reach the sources and free their entries
-        acked = (pool.hop == ACK) & (pool.due == t)
-        ack_count = jnp.zeros(n_flows, COUNT).at[pool.flow].add(acked.astype(COUNT))
-        free = (pool.hop == FREE) | acked
-        # 2. the sources decide; the pool takes what fits
-        proto, wanted = protocol.step(proto, params, t, ack_count, key)
-        wanted = wanted.astype(COUNT)
-        is_new, new_flow, new_seq, sent = _allocate(free, wanted, counters["sent"])
-        proto = protocol.sent(proto, params, sent, wanted)
-        hop = jnp.where(is_new, 0, jnp.where(acked, FREE, pool.hop))
-        due = jnp.where(is_new, t + access[new_flow], pool.due)
-        flow = jnp.where(is_new, new_flow, pool.flow)
-        seq = jnp.where(is_new, new_seq, pool.seq)
-        sent_slot = jnp.where(is_new, t, pool.sent_slot)
-        # 3. packets reach links: drop-tail admission, FIFO departure times
-        here, accepted, next_due, virtual_finish, link_accepted, link_dropped = _link_step(
-            t, hop, due, flow, paths, virtual_finish, n_links)
-        dropped = here & ~accepted
-        drop_count = jnp.zeros(n_flows, COUNT).at[flow].add(dropped.astype(COUNT))
-        last_hop = hop + 1 >= route_length[flow]
-        due = jnp.where(accepted, next_due, due)
-        hop = jnp.where(accepted, jnp.where(last_hop, AT_RECEIVER, hop + 1), jnp.where(dropped, FREE, hop))
-        # 4. deliveries: the receiver acknowledges; the acknowledgement travels back
-        arriving = (hop == AT_RECEIVER) & (due == t)
-        delivered = jnp.zeros(n_flows, COUNT).at[flow].add(arriving.astype(COUNT))
-        hop = jnp.where(arriving, ACK, hop)
-        due = jnp.where(arriving, t + back[flow], due)
-        pool = Pool(hop=hop, due=due, flow=flow, seq=seq, sent_slot=sent_slot)
-        overflow = overflow + jnp.sum(wanted - sent)
-        counters = {
-            "sent": counters["sent"] + sent,
-            "delivered": counters["delivered"] + delivered,
-            "dropped": counters["dropped"] + drop_count,
-            "link_accepted": counters["link_accepted"] + link_accepted,
-            "link_dropped": counters["link_dropped"] + link_dropped,
-            "first_sent": jnp.where((counters["first_sent"] < 0) & (sent > 0), t, counters["first_sent"]),
-            "last_delivered": jnp.where(delivered > 0, t, counters["last_delivered"]),
+    route: np.ndarray
+    length: np.ndarray
+    access: np.ndarray
+    back: np.ndarray
+    service: np.ndarray
+    per_slot: np.ndarray
+    propagation: np.ndarray
+    buffer: np.ndarray
+    horizon: int
+    order: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+
+    @property
+    def n_flows(self) -> int:
+        return int(self.route.shape[0])
+
+    @property
+    def n_hops(self) -> int:
+        return int(self.route.shape[1])
+
+    @property
+    def n_links(self) -> int:
+        return int(self.service.shape[0])
+
+    @classmethod
+    def build(cls, network: Network, flow_route: np.ndarray, slot_s: float,
+              buffers: np.ndarray | None = None) -> "Layout":
+        capacity = network.capacities_pps
+        delays = network.link_delays_s
+        buffer = default_buffers(network) if buffers is None else np.asarray(buffers, dtype=np.float64)
+        routes = [network.route_indices(i) for i in range(network.n_flows)]
+        hops = max(len(r) for r in routes)
+        by_route = np.full((len(routes), hops), -1, dtype=np.int32)
+        for i, r in enumerate(routes):
+            by_route[i, : len(r)] = r
+        access_s = np.array([flow.access_delay_s for flow in network.flows])
+        back_s = np.array([access_s[i] + sum(delays[l] for l in r) for i, r in enumerate(routes)])
+        flow_route = np.asarray(flow_route, dtype=np.int64)
+        route = by_route[flow_route]
+        service = 1.0 / (capacity * slot_s)
+        propagation = delays / slot_s
+        # longest a batch can be on its way to a stage: a full queue, its service, the propagation,
+        # a slot of rounding and one of spacing per hop; the calendar must be longer
+        per_hop = (buffer + capacity * slot_s + 2.0) * service + propagation + 2.0
+        path = np.array([per_hop[r].sum() for r in routes])
+        access = np.ceil(access_s / slot_s - 1e-9).astype(np.int32)
+        back = np.maximum(1, np.ceil(back_s / slot_s - 1e-9)).astype(np.int32)
+        need = float(np.max(np.maximum(path[flow_route] + access[flow_route], back[flow_route]))) + 2.0
+        horizon = 1 << int(math.ceil(math.log2(max(need * 1.25, 8.0))))
+        flat = route.reshape(-1)
+        key = np.where(flat >= 0, flat, len(capacity))  # hops past the end sort last
+        order = np.argsort(key, kind="stable").astype(np.int32)
+        sorted_key = key[order]
+        first = np.searchsorted(sorted_key, np.arange(len(capacity)), side="left").astype(np.int32)
+        last = np.searchsorted(sorted_key, np.arange(len(capacity)), side="right").astype(np.int32)
+        return cls(route=route, length=np.array([len(routes[r]) for r in flow_route], dtype=np.int32),
+                   access=access[flow_route], back=back[flow_route], service=service,
+                   per_slot=capacity * slot_s, propagation=propagation, buffer=buffer, horizon=horizon,
+                   order=order, first=first, last=last)
+
+
+class Acks(NamedTuple):
+    """What reaches each source in a slot (arrays over flows, F)."""
+
+    n_new: jax.Array  # acknowledgements that advanced the cumulative ACK
+    n_dup: jax.Array  # acknowledgements that repeated it
+    ack_no: jax.Array  # the cumulative ACK after them (next sequence number expected)
+    echo: jax.Array  # slot the acknowledged batch (or SYN) was sent, -1 if none
+    syn: jax.Array  # a SYN-ACK arrived (bool)
+    header: jax.Array  # (F, K) the header fields of the acknowledged batch
+
+
+class Send(NamedTuple):
+    """What each source sends in a slot (arrays over flows, F): one batch [seq, seq + n), or a SYN."""
+
+    n: jax.Array
+    seq: jax.Array
+    syn: jax.Array  # bool
+    header: jax.Array  # (F, K)
+
+
+class Flows(NamedTuple):
+    """Per simulated flow: start and stop slots (stop may be inf), size in packets (inf: no end)."""
+
+    start: jax.Array
+    stop: jax.Array
+    size: jax.Array
+
+
+class Links(NamedTuple):
+    """What routers see of their links in a slot (arrays over links, L)."""
+
+    accepted: jax.Array  # packets accepted this slot
+    arrived: jax.Array  # packets that reached the link this slot (accepted or dropped)
+    backlog: jax.Array  # packets waiting or in service at the start of the slot
+    header_sum: jax.Array  # (L, K) sum over accepted packets of their header fields
+
+
+# ------------------------------------------------------------------------------- helpers
+def _put(array, index, valid, value):
+    """array.at[index].set(value) where valid (index a tuple of (B,) arrays; the last is replaced
+    by an out-of-range value, and dropped, where not valid)."""
+    *lead, last = index
+    last = jnp.where(valid, last, array.shape[len(lead)])
+    return array.at[(*lead, last)].set(value, mode="drop")
+
+
+def _segment_totals(values_sorted, first, last):
+    """Per link: the sum of its entries (values in link order) and, per entry, the sum before it."""
+    cum = jnp.concatenate([jnp.zeros(1, values_sorted.dtype), jnp.cumsum(values_sorted)])
+    totals = cum[last] - cum[first]
+    return cum, totals
+
+
+def _receive(rcv_nxt, ooo_s, ooo_e, valid, s, n):
+    """One batch [s, s + n) (n >= 1 where valid) reaches each receiver.
+
+    Returns (rcv_nxt, ooo_s, ooo_e, n_new, n_dup, duplicates, discarded) per flow.
+    """
+    e = s + n
+    old = rcv_nxt
+    overlap = jnp.maximum(0, jnp.minimum(e[:, None], ooo_e) - jnp.maximum(s[:, None], ooo_s))
+    duplicates = jnp.maximum(0, jnp.minimum(e, old) - s) + jnp.sum(overlap, axis=1)
+    in_order = valid & (s <= old)
+    reach = jnp.where(in_order, jnp.maximum(old, e), old)
+    absorbed = in_order[:, None] & (ooo_s <= reach[:, None])
+    new_nxt = jnp.maximum(reach, jnp.max(jnp.where(absorbed, ooo_e, 0), axis=1))
+    ooo_s = jnp.where(absorbed, _NONE, ooo_s)
+    ooo_e = jnp.where(absorbed, _NONE, ooo_e)
+    n_new = jnp.where(in_order, jnp.maximum(0, e - old), 0)
+    n_dup = jnp.where(valid, n - n_new, 0)
+    # out of order: merge [s, e) with the runs it overlaps or touches, keep it in a free place
+    ahead = valid & (s > old)
+    touch = ahead[:, None] & (ooo_s <= e[:, None]) & (ooo_e >= s[:, None])
+    ms = jnp.minimum(s, jnp.min(jnp.where(touch, ooo_s, _NONE), axis=1))
+    me = jnp.maximum(e, jnp.max(jnp.where(touch, ooo_e, 0), axis=1))
+    ooo_s = jnp.where(touch, _NONE, ooo_s)
+    ooo_e = jnp.where(touch, _NONE, ooo_e)
+    # the place: a free one, else the highest run (discarded) if it starts above the new one
+    highest = jnp.argmax(ooo_s, axis=1)
+    free = jnp.argmax(ooo_s == _NONE, axis=1)
+    has_free = jnp.any(ooo_s == _NONE, axis=1)
+    top_s = jnp.take_along_axis(ooo_s, highest[:, None], axis=1)[:, 0]
+    top_e = jnp.take_along_axis(ooo_e, highest[:, None], axis=1)[:, 0]
+    replace = ahead & ~has_free & (top_s > ms)
+    place = jnp.where(has_free, free, highest)
+    write = ahead & (has_free | replace)
+    discarded = jnp.where(ahead & ~write, me - ms, 0) + jnp.where(replace, top_e - top_s, 0)
+    rows = jnp.arange(ooo_s.shape[0])
+    ooo_s = ooo_s.at[rows, place].set(jnp.where(write, ms, ooo_s[rows, place]))
+    ooo_e = ooo_e.at[rows, place].set(jnp.where(write, me, ooo_e[rows, place]))
+    return new_nxt, ooo_s, ooo_e, n_new, n_dup, duplicates, discarded
+
+
+# ----------------------------------------------------------------------------- the scan
+def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sample_every: int, params: Any, key):
+    """Run one simulation (jit and vmap it for batches). Returns a dict of JAX arrays."""
+    F, H, L, D = layout.n_flows, layout.n_hops, layout.n_links, layout.horizon
+    S = H + 1  # stages: the hops, then the receiver
+    K = int(getattr(protocol, "header_size", 0))
+    route = jnp.asarray(layout.route)
+    length = jnp.asarray(layout.length)
+    access = jnp.asarray(layout.access)
+    back = jnp.asarray(layout.back)
+    service = jnp.asarray(layout.service)
+    per_slot = jnp.asarray(layout.per_slot)
+    propagation = jnp.asarray(layout.propagation)
+    buffer = jnp.asarray(layout.buffer)
+    order = jnp.asarray(layout.order)
+    first, last = jnp.asarray(layout.first), jnp.asarray(layout.last)
+    flat_flow = jnp.repeat(jnp.arange(F, dtype=jnp.int32), H)
+    flat_hop = jnp.tile(jnp.arange(H, dtype=jnp.int32), F)
+    flat_link = route.reshape(-1)
+    on_route = flat_link >= 0
+    link_of = jnp.maximum(flat_link, 0)
+    inverse = jnp.argsort(order)
+    rows = jnp.arange(F)
+    has_router = hasattr(protocol, "router_step")
+    source_key, link_key = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
+
+    data_fields = ("n", "seq", "sent", "syn", "header")
+    ack_fields = ("n_new", "n_dup", "ack_no", "echo", "syn", "header")
+    zero_flows = jnp.zeros(F, jnp.int32)
+    nic = per_slot[route[:, 0]]  # a source sends at most its first link's packets per slot (its NIC)
+    direct = access == 0  # a source whose first link is at the source: its batch is due at once
+
+    def slot(carry, t):
+        # The calendars are time-major (D, ...): row d holds what is due at slots = d (mod D). A
+        # slot first clears its row (read at the end of the previous slot into `now`), then only
+        # writes, and reads the next row last: reads after writes keep XLA's updates in place.
+        cal, acal, now, now_ack, rx, links, counters, proto, router = carry
+        col = t % D
+        cal = {**cal, "n": cal["n"].at[col].set(0), "syn": cal["syn"].at[col].set(False)}
+        acal = {**acal, "n_new": acal["n_new"].at[col].set(0), "n_dup": acal["n_dup"].at[col].set(0),
+                "syn": acal["syn"].at[col].set(False)}
+        # 1. acknowledgements reach the sources
+        acks = Acks(**now_ack)
+        # 2. the sources send: one batch (or SYN) each, due at the first link after the access delay
+        credit = jnp.minimum(links["credit"] + nic, jnp.maximum(nic, 1.0))
+        budget = jnp.floor(credit + 1e-9).astype(COUNT)
+        proto, send = protocol.step(proto, params, flows, t, acks, budget, jax.random.fold_in(source_key, t))
+        n_send = jnp.maximum(send.n, 0).astype(jnp.int32)
+        credit = jnp.maximum(credit - n_send, 0.0)
+        going = (n_send > 0) | send.syn
+        batch = {"n": n_send, "seq": send.seq.astype(COUNT), "sent": jnp.full(F, t, jnp.int32), "syn": send.syn,
+                 "header": send.header.reshape(F, K)}
+        later = going & ~direct
+        due0 = (t + access) % D
+        cal = {k: _put(cal[k], (due0, rows, zero_flows), later, batch[k]) for k in data_fields}
+        now = {k: now[k].at[:, 0].set(jnp.where(going & direct, batch[k], now[k][:, 0]) if k != "header" else
+                                      jnp.where((going & direct)[:, None], batch[k], now[k][:, 0]))
+               for k in data_fields}
+        n, seq, sent, syn, header = (now[k] for k in data_fields)
+        # 3. the links: hops 0..H-1 of every flow, flattened (F H)
+        hn = n[:, :H].reshape(-1)
+        hsyn = syn[:, :H].reshape(-1) & on_route
+        here = (hn > 0) & on_route
+        m = jnp.where(here, hn, 0).astype(COUNT)
+        cum, arrived = _segment_totals(m[order], first, last)
+        position = (cum[:-1] - cum[first[link_of[order]]])[inverse]  # packets before it at its link
+        v = links["virtual_finish"]
+        begin = jnp.maximum(v, t.astype(v.dtype))
+        backlog = (begin - t) * per_slot
+        room = jnp.maximum(jnp.floor(buffer + per_slot - backlog + 1e-9), 0).astype(COUNT)
+        take = jnp.minimum(arrived, room)
+        shift = jnp.floor(jax.random.uniform(jax.random.fold_in(link_key, t), (L,)) * arrived).astype(COUNT)
+        A, r, u = arrived[link_of], take[link_of], shift[link_of]
+        p = jnp.where(A > 0, (position - u) % jnp.maximum(A, 1), 0)  # where the batch starts in turn
+        tail = jnp.minimum(A - p, m)  # its packets before the turn wraps, then the rest
+        wrapped = m - tail
+        acc_head = jnp.clip(r - p, 0, tail)
+        acc_wrap = jnp.minimum(r, wrapped)
+        accepted = jnp.where(here, acc_head + acc_wrap, 0)
+        # the wrapped part is served first (the turn starts there): the last accepted packet, + 1
+        last_pos = jnp.where(acc_head > 0, p + acc_head, acc_wrap)
+        begin_h, service_h = begin[link_of], service[link_of]
+        leave = begin_h + jnp.where(accepted > 0, last_pos, r).astype(begin_h.dtype) * service_h
+        reach = jnp.ceil(leave + propagation[link_of] - 1e-9)
+        moving = (accepted > 0) | hsyn
+        next_stage = flat_hop + 1
+        due = jnp.maximum(reach.astype(jnp.int32), t + 1)
+        due = jnp.maximum(due, links["last_due"][flat_flow, next_stage] + 1)
+        late = jnp.sum(moving & (due - t >= D))
+        due = jnp.minimum(due, t + D - 1)
+        links = {
+            "credit": credit,
+            "virtual_finish": jnp.where(take > 0, begin + take * service, v),
+            "last_due": _put(links["last_due"], (flat_flow, next_stage), moving, due),
         }
+        hheader = header[:, :H].reshape(F * H, K)
+        if has_router:
+            hheader = protocol.stamp(router, params, link_of, hheader)
+            weight = accepted.astype(hheader.dtype)[:, None] * hheader
+            header_sum = jax.ops.segment_sum(jnp.where(here[:, None], weight, 0), link_of, num_segments=L)
+            router = protocol.router_step(router, params, t, Links(
+                accepted=take, arrived=arrived, backlog=backlog, header_sum=header_sum))
+        hop_batch = {"n": accepted.astype(jnp.int32), "seq": seq[:, :H].reshape(-1), "sent": sent[:, :H].reshape(-1),
+                     "syn": hsyn, "header": hheader}
+        where = (due % D, flat_flow, next_stage)
+        cal = {k: _put(cal[k], where, moving, hop_batch[k]) for k in data_fields}
+        dropped_f = jnp.sum((m - accepted).reshape(F, H), axis=1)
+        # 4. the receivers
+        rn = n[rows, length].astype(COUNT)
+        rsyn = syn[rows, length]
+        got = rn > 0
+        rcv, ooo_s, ooo_e, n_new, n_dup, dups, discarded = _receive(
+            rx["rcv_nxt"], rx["ooo_s"], rx["ooo_e"], got, seq[rows, length], rn)
+        answer = got | rsyn
+        ack = {"n_new": n_new.astype(jnp.int32), "n_dup": n_dup.astype(jnp.int32), "ack_no": rcv,
+               "echo": sent[rows, length], "syn": rsyn, "header": header[rows, length]}
+        acal = {k: _put(acal[k], ((t + back) % D, rows), answer, ack[k]) for k in ack_fields}
+        done = (counters["finished"] < 0) & (rcv >= flows.size)
+        rx = {"rcv_nxt": rcv, "ooo_s": ooo_s, "ooo_e": ooo_e}
+        counters = {
+            "sent": counters["sent"] + n_send,
+            "delivered": counters["delivered"] + rn,
+            "duplicates": counters["duplicates"] + dups,
+            "discarded": counters["discarded"] + discarded,
+            "dropped": counters["dropped"] + dropped_f,
+            "link_accepted": counters["link_accepted"] + take,
+            "link_dropped": counters["link_dropped"] + arrived - take,
+            "first_sent": jnp.where((counters["first_sent"] < 0) & going, t, counters["first_sent"]),
+            "last_delivered": jnp.where(got, t, counters["last_delivered"]),
+            "finished": jnp.where(done, t, counters["finished"]),
+            "late": counters["late"] + late,
+        }
+        # 5. what is due next slot (read last; cells without a batch read as n = 0, syn = False)
+        following = (t + 1) % D
+        now = {k: cal[k][following] for k in data_fields}
+        now_ack = {k: acal[k][following] for k in ack_fields}
+        now_ack["echo"] = jnp.where(now_ack["n_new"] + now_ack["n_dup"] > 0, now_ack["echo"], -1)
         # packets not yet served at the end of the slot (time t + 1), the one in service included
-        backlog = jnp.maximum(virtual_finish - (t + 1), 0.0) / jnp.asarray(paths.service_slots)
-        return (pool, virtual_finish, counters, proto, overflow), backlog
+        after = jnp.maximum(links["virtual_finish"] - (t + 1), 0.0) * per_slot
+        return (cal, acal, now, now_ack, rx, links, counters, proto, router), after
 
-    counters = {
-        "sent": jnp.zeros(n_flows, COUNT), "delivered": jnp.zeros(n_flows, COUNT),
-        "dropped": jnp.zeros(n_flows, COUNT), "link_accepted": jnp.zeros(n_links, COUNT),
-        "link_dropped": jnp.zeros(n_links, COUNT), "first_sent": jnp.full(n_flows, -1, jnp.int32),
-        "last_delivered": jnp.full(n_flows, -1, jnp.int32),
-    }
-    carry = (empty_pool(pool_size), jnp.zeros(n_links), counters, protocol.init(params, n_flows),
-             jnp.zeros((), COUNT))
-    times = jnp.arange(timing.n_slots, dtype=jnp.int32)
-    (pool, _, counters, proto, overflow), backlog = jax.lax.scan(step, carry, times)
-    in_flight = jnp.zeros(n_flows, COUNT).at[pool.flow].add(((pool.hop >= 0) | (pool.hop == AT_RECEIVER)).astype(COUNT))
-    acks_pending = jnp.zeros(n_flows, COUNT).at[pool.flow].add((pool.hop == ACK).astype(COUNT))
-    sampled = backlog[: n_samples * sample_every].reshape(n_samples, sample_every, n_links)
-    return {**counters, "in_flight": in_flight, "acks_pending": acks_pending, "pool_overflow": overflow,
-            "queue_mean": jnp.mean(backlog, axis=0), "queue_samples": sampled[:, -1, :],
-            "queue_sample_means": jnp.mean(sampled, axis=1), "protocol": proto}
+    def block(carry, times):
+        carry, backlog = jax.lax.scan(slot, carry, times)
+        observed = protocol.observe(carry[-1], params) if has_router and hasattr(protocol, "observe") else {}
+        return carry, {"queue_mean": jnp.mean(backlog, axis=0), "queue_end": backlog[-1],
+                       "link_accepted": carry[6]["link_accepted"], "active": _active(carry, flows, times[-1]),
+                       **observed}
+
+    cal = {"n": jnp.zeros((D, F, S), jnp.int32), "seq": jnp.zeros((D, F, S), COUNT),
+           "sent": jnp.zeros((D, F, S), jnp.int32), "syn": jnp.zeros((D, F, S), bool),
+           "header": jnp.zeros((D, F, S, K))}
+    acal = {"n_new": jnp.zeros((D, F), jnp.int32), "n_dup": jnp.zeros((D, F), jnp.int32),
+            "ack_no": jnp.zeros((D, F), COUNT), "echo": jnp.full((D, F), -1, jnp.int32),
+            "syn": jnp.zeros((D, F), bool), "header": jnp.zeros((D, F, K))}
+    now = {k: v[0] for k, v in cal.items()}
+    now_ack = {k: v[0] for k, v in acal.items()}
+    rx = {"rcv_nxt": jnp.zeros(F, COUNT), "ooo_s": jnp.full((F, OOO_RANGES), _NONE, COUNT),
+          "ooo_e": jnp.full((F, OOO_RANGES), _NONE, COUNT)}
+    links = {"credit": jnp.zeros(F), "virtual_finish": jnp.zeros(L), "last_due": jnp.full((F, S), -1, jnp.int32)}
+    counters = {name: jnp.zeros(F, COUNT) for name in ("sent", "delivered", "duplicates", "discarded", "dropped")}
+    counters.update({"link_accepted": jnp.zeros(L, COUNT), "link_dropped": jnp.zeros(L, COUNT),
+                     "first_sent": jnp.full(F, -1, jnp.int32), "last_delivered": jnp.full(F, -1, jnp.int32),
+                     "finished": jnp.full(F, -1, jnp.int32), "late": jnp.zeros((), COUNT)})
+    router = protocol.router_init(params, L) if has_router else ()
+    carry = (cal, acal, now, now_ack, rx, links, counters, protocol.init(params, flows), router)
+    n_blocks = timing.n_slots // sample_every
+    times = jnp.arange(n_blocks * sample_every, dtype=jnp.int32).reshape(n_blocks, sample_every)
+    carry, samples = jax.lax.scan(block, carry, times)
+    rest = timing.n_slots - n_blocks * sample_every
+    if rest:
+        carry, _ = jax.lax.scan(slot, carry, jnp.arange(n_blocks * sample_every, timing.n_slots, dtype=jnp.int32))
+    cal, acal, now, now_ack, rx, links, counters, proto, router = carry
+    in_flight = jnp.sum(cal["n"], axis=(0, 2), dtype=COUNT)
+    stored = jnp.sum(jnp.where(rx["ooo_s"] < _NONE, rx["ooo_e"] - rx["ooo_s"], 0), axis=1)
+    return {**counters, "in_flight": in_flight, "received": rx["rcv_nxt"], "stored": stored,
+            "samples": samples, "protocol": proto, "router": router}
+
+
+def _active(carry, flows: Flows, t):
+    """Flows that have started and whose receiver does not have all their data yet, at the end of slot t."""
+    finished = carry[6]["finished"]
+    return jnp.sum((flows.start <= t) & (finished < 0), dtype=jnp.int32)
