@@ -1,16 +1,18 @@
 """Sources of the packet simulator, one small module per protocol.
 
-A protocol is an object with three pure functions the engine calls inside its scan (JAX):
+A protocol is an object the engine (`fluidcc.packet.engine`) calls inside its scan (JAX):
 
-* ``init(params, n_flows) -> state``: the per-flow state (a pytree of arrays);
-* ``step(state, params, t, acks, key) -> (state, wanted)``: at slot t, having received ``acks``
-  (F,) acknowledgements this slot, how many new packets each flow wants to send (F,);
-* ``sent(state, params, sent, wanted) -> state``: how many of them the engine placed.
-
-``params`` is a pytree the protocol builds (in slots and packets), so a batch of parameter points
-is a ``vmap`` over it.
+* ``params(network, layout, timing, tables)``: its parameters as a pytree, in slots and packets;
+* ``init(params, flows) -> state``: the per-flow state (a pytree of arrays);
+* ``step(state, params, flows, t, acks, budget, key) -> (state, Send)``: at slot t, having
+  received ``acks`` (`engine.Acks`), what each flow sends: one batch of consecutive packets, or a
+  SYN (`engine.Send`), within ``budget`` packets (its interface's speed);
+* ``header_size``: how many header fields its packets carry; protocols with routers add
+  ``router_init(params, n_links)``, ``stamp(router, params, link, header)``,
+  ``router_step(router, params, t, links)`` and optionally ``observe(router, params)``.
 """
 
 from .open_loop import OpenLoop as OpenLoop
+from .tcp import TCP as TCP
 
-__all__ = ["OpenLoop"]
+__all__ = ["OpenLoop", "TCP"]
