@@ -1,54 +1,117 @@
-"""Packets forwarded per wall-clock second by the packet engine (open-loop sources for now).
+"""Packets forwarded per wall-clock second by the packet engine, against ns-3, on a TCP dumbbell.
 
-The issue's dumbbell (one 100 Mb/s bottleneck, RTPD 80 ms, buffer one BDP, 60 s simulated) with
-50 flows; until the TCP source exists the flows are open-loop Poisson sources offering 95 % of
-the bottleneck in all (so the figure measures the engine: links, pool, accounting, not TCP).
-(a) one run; (b) a batch of runs with different seeds as one vmap. The first call of each shape
-compiles; the figure is the second call's.
+The issue's dumbbell: long-lived TCP NewReno flows through one 100 Mb/s bottleneck (12 500
+packets/s of 1000 bytes), RTPD 80 ms, drop-tail buffer of one BDP (1000 packets), 60 s simulated,
+flows starting uniformly in [0, 1) s. (a) one run of 50 flows; (b) a batch of runs with different
+seeds and flow counts (one vmap; fewer flows are padded). The first call of each shape compiles;
+the figures are the second call's. With `--ns3`, the same dumbbell runs in ns-3
+(benchmarks/ns3/, built here with build.sh; limited transmit off, as fluidcc's TCP) for the same
+number of seeds, and the two are compared on utilization, mean queue, drop rate and Jain's index.
 
 Run:
 
-    PYTHONPATH=src python benchmarks/packet_throughput.py [--duration 60] [--batch 16] [--slot-packets 1]
+    PYTHONPATH=src python benchmarks/packet_throughput.py [--duration 60] [--batch 100] \
+        [--slot-packets 10] [--seeds 5] [--ns3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate
-from fluidcc.packet.protocols import OpenLoop
+from fluidcc.packet.metrics import jain_fairness
+from fluidcc.packet.protocols import TCP
+from fluidcc.packet.workloads import FlowTable
 from fluidcc.units import mbps_to_pps
 
+HERE = Path(__file__).resolve().parent
+CAPACITY = mbps_to_pps(100.0)
+RTPD = 0.080
 
-def dumbbell(n_flows: int = 50) -> Network:
-    capacity = mbps_to_pps(100.0)
-    rtpd = 0.080
-    bottleneck = Link("bottleneck", capacity, rtpd / 2, buffer_packets=round(capacity * rtpd))
-    return Network((bottleneck,), tuple(Flow(f"f{k}", ("bottleneck",)) for k in range(n_flows)))
+
+def dumbbell() -> Network:
+    bottleneck = Link("bottleneck", CAPACITY, RTPD / 2, buffer_packets=round(CAPACITY * RTPD))
+    return Network((bottleneck,), (Flow("f", ("bottleneck",)),))
+
+
+def flows(n: int, seed: int) -> FlowTable:
+    start = np.random.default_rng(seed).uniform(0.0, 1.0, n)
+    return FlowTable(start, np.full(n, np.inf), route=0)
+
+
+def measures(run, duration: float) -> dict:
+    """Per run: utilization, mean queue, drop rate, Jain's index of the flows' goodput."""
+    out = []
+    for k in range(run.sizes["run"]):
+        v = run.isel(run=k)
+        real = np.isfinite(v["start"].values)
+        accepted = float(v.link_accepted.values[0])
+        dropped = float(v.link_dropped.values[0])
+        out.append({"utilization": accepted / (CAPACITY * duration), "mean_queue": float(v.queue_mean.values[0]),
+                    "drop_rate": dropped / (accepted + dropped),
+                    "jain": float(jain_fairness(v.received.values[real].astype(float)))})
+    return {key: float(np.mean([o[key] for o in out])) for key in out[0]}
+
+
+def run_fluidcc(n_flows: list[int], seeds: list[int], duration: float, slot: float):
+    tables = [flows(n, s) for n, s in zip(n_flows, seeds)]
+    simulate(dumbbell(), TCP(), tables, duration_s=duration, slot_s=slot, seeds=seeds)  # compile
+    begin = time.perf_counter()
+    run = simulate(dumbbell(), TCP(), tables, duration_s=duration, slot_s=slot, seeds=seeds)
+    wall = time.perf_counter() - begin
+    return run, wall
+
+
+def run_ns3(n: int, seed: int, duration: float) -> dict:
+    binary = HERE / "ns3" / "build" / "dumbbell"
+    if not binary.exists():
+        subprocess.run(["bash", str(HERE / "ns3" / "build.sh"), str(binary)], check=True)
+    out = subprocess.run([str(binary), f"--flows={n}", f"--seed={seed}", f"--duration={duration:g}",
+                          "--limitedTransmit=0"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=60.0, help="simulated seconds")
-    parser.add_argument("--batch", type=int, default=16, help="runs in the batch of (b)")
-    parser.add_argument("--slot-packets", type=float, default=1.0, help="packet times per slot")
+    parser.add_argument("--batch", type=int, default=100, help="runs in the batch of (b)")
+    parser.add_argument("--slot-packets", type=float, default=10.0, help="bottleneck packet times per slot")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds for the comparison with ns-3")
+    parser.add_argument("--ns3", action="store_true", help="run ns-3 too (needs Debian's libns3-dev)")
     args = parser.parse_args()
-    network = dumbbell()
-    capacity = float(network.capacities_pps[0])
-    slot = args.slot_packets / capacity
-    source = OpenLoop("poisson", np.full(network.n_flows, 0.95 * capacity / network.n_flows))
-    for label, seeds in (("(a) one run", [1]), (f"(b) batch of {args.batch}", list(range(1, args.batch + 1)))):
-        simulate(network, source, duration_s=args.duration, slot_s=slot, seeds=seeds)
-        begin = time.perf_counter()
-        run = simulate(network, source, duration_s=args.duration, slot_s=slot, seeds=seeds)
-        wall = time.perf_counter() - begin
-        forwarded = float(run.link_accepted.values.sum())
-        print(f"{label}: {forwarded:.0f} packets forwarded in {wall:.2f} s = {forwarded / wall:,.0f} packets/s "
-              f"({len(seeds)} x {args.duration:g} s simulated, slot {args.slot_packets:g} packet times, calendar {run.attrs['calendar_slots']} slots, mean queue {float(run.queue_mean.mean()):.1f} packets)")
+    slot = args.slot_packets / CAPACITY
+    seeds = list(range(1, args.seeds + 1))
+    run, wall = run_fluidcc([50] * len(seeds), seeds, args.duration, slot)
+    one, wall_one = run_fluidcc([50], [1], args.duration, slot)
+    forwarded = float(one.link_accepted.values.sum())
+    print(f"(a) one run, 50 flows: {forwarded:.0f} packets forwarded in {wall_one:.2f} s = "
+          f"{forwarded / wall_one:,.0f} packets/s ({args.duration:g} s simulated, slot {args.slot_packets:g} "
+          f"packet times, calendar {one.attrs['calendar_slots']} slots, late batches {int(one.late.sum())})")
+    counts = [int(n) for n in np.linspace(25, 75, args.batch).round()]
+    batch, wall_b = run_fluidcc(counts, list(range(1, args.batch + 1)), args.duration, slot)
+    forwarded_b = float(batch.link_accepted.values.sum())
+    print(f"(b) batch of {args.batch} (25-75 flows): {forwarded_b:.0f} packets forwarded in {wall_b:.2f} s = "
+          f"{forwarded_b / wall_b:,.0f} packets/s")
+    ours = measures(run, args.duration)
+    print(f"fluidcc, 50 flows, mean over {len(seeds)} seeds: " + ", ".join(f"{k} {v:.4g}" for k, v in ours.items()))
+    if args.ns3:
+        results = [run_ns3(50, s, args.duration) for s in seeds]
+        theirs = {"utilization": np.mean([r["utilization"] for r in results]),
+                  "mean_queue": np.mean([r["mean_queue_packets"] for r in results]),
+                  "drop_rate": np.mean([r["drop_rate"] for r in results]),
+                  "jain": np.mean([r["jain"] for r in results])}
+        ns3_rate = np.mean([r["packets_forwarded"] / r["wall_s"] for r in results])
+        print(f"ns-3, 50 flows, mean over {len(seeds)} seeds: " + ", ".join(f"{k} {v:.4g}" for k, v in theirs.items())
+              + f"; {ns3_rate:,.0f} packets/s (wall {np.mean([r['wall_s'] for r in results]):.1f} s per run)")
+        print(f"ratio (a) {forwarded / wall_one / ns3_rate:.1f}x, (b) {forwarded_b / wall_b / ns3_rate:.1f}x; "
+              + ", ".join(f"{k} {(ours[k] - theirs[k]) / theirs[k]:+.1%}" for k in ours))
     return 0
 
 
