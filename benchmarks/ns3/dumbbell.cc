@@ -188,6 +188,21 @@ JoinOptionValues(int argc, char* argv[])
 
 } // namespace
 
+// A point-to-point link with a drop-tail device queue of `queuePackets` packets and flow
+// control off (so that queue is the link's only one).
+static PointToPointHelper
+PointToPointLink(uint64_t bps, int64_t delayUs, uint32_t queuePackets)
+{
+    PointToPointHelper link;
+    link.SetDeviceAttribute("DataRate", DataRateValue(DataRate(bps)));
+    link.SetChannelAttribute("Delay", TimeValue(MicroSeconds(delayUs)));
+    link.SetQueue("ns3::DropTailQueue<Packet>",
+                  "MaxSize",
+                  QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, queuePackets)));
+    link.DisableFlowControl();
+    return link;
+}
+
 int
 main(int argc, char* argv[])
 {
@@ -253,21 +268,8 @@ main(int argc, char* argv[])
     // queue on its link and every drop is seen by the device's MacTxDrop
     // trace. (With flow control on and no queue disc, the traffic-control
     // layer would silently discard packets while the device queue is full.)
-    PointToPointHelper access;
-    access.SetDeviceAttribute("DataRate", DataRateValue(DataRate(kAccessBps)));
-    access.SetChannelAttribute("Delay", TimeValue(MicroSeconds(kAccessDelayUs)));
-    access.SetQueue("ns3::DropTailQueue<Packet>",
-                    "MaxSize",
-                    QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, kAccessQueuePackets)));
-    access.DisableFlowControl();
-
-    PointToPointHelper bottleneck;
-    bottleneck.SetDeviceAttribute("DataRate", DataRateValue(DataRate(kBottleneckBps)));
-    bottleneck.SetChannelAttribute("Delay", TimeValue(MicroSeconds(kBottleneckDelayUs)));
-    bottleneck.SetQueue("ns3::DropTailQueue<Packet>",
-                        "MaxSize",
-                        QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, kBottleneckQueuePackets)));
-    bottleneck.DisableFlowControl();
+    PointToPointHelper access = PointToPointLink(kAccessBps, kAccessDelayUs, kAccessQueuePackets);
+    PointToPointHelper bottleneck = PointToPointLink(kBottleneckBps, kBottleneckDelayUs, kBottleneckQueuePackets);
 
     Ipv4AddressHelper addresses("10.0.0.0", "255.255.255.252");
     NetDeviceContainer accessDevices;
