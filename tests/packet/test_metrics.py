@@ -205,3 +205,34 @@ def test_summary_without_end_or_ps_and_errors():
         summary([0.0, 1.0], [1.0], [3, 3], [3, 3])
     with pytest.raises(ParameterError, match="end_s"):
         summary([0.0, 5.0], [1.0, np.nan], [3, 3], [3, 1], end_s=2.0)
+
+
+def test_ps_of_a_sample_by_hand():
+    from fluidcc.packet.metrics import ps_fct_of
+    # C = 10: two flows of 10 and 20 packets at t = 0 share 5 + 5 until the first is done at 2 s,
+    # then the second has 10 left alone: 3 s; a flow alone takes L / C
+    assert np.allclose(ps_fct_of([0.0, 0.0], [10, 20], 10.0, 0.0), [2.0, 3.0])
+    assert np.allclose(ps_fct_of([0.0, 1.0], [10, 10], 10.0, 0.2), [1.3, 1.3])
+    # a flow arriving mid-way slows the first: 0..1 alone (10 of 15 done), then 5 + 5
+    assert np.allclose(ps_fct_of([1.0, 0.0], [10, 15], 10.0, 0.0), [1.5, 2.0])
+
+
+def test_ps_of_a_long_sample_has_the_mg1_ps_mean():
+    """M/M/1-PS: the sojourn time of a flow of L packets has mean L / (C (1 - rho)) (at the
+    sample's own load, 20 000 s of arrivals at rho = 0.6)."""
+    from fluidcc.packet.metrics import ps_fct, ps_fct_of
+    from fluidcc.packet.workloads import Exponential, PoissonArrivals
+    table = PoissonArrivals.for_load(0.6, Exponential(5.0), 100.0, duration_s=20_000.0, seed=4).table()
+    load = table.size_packets.sum() / (100.0 * 20_000.0)
+    sample = ps_fct_of(table.start_s, table.size_packets, 100.0, 0.1)
+    assert np.mean(sample) == pytest.approx(np.mean(ps_fct(table.size_packets, 100.0, load, 0.1)), rel=0.03)
+
+
+def test_ps_of_a_sample_bad_input():
+    from fluidcc.packet.metrics import ps_fct_of
+    with pytest.raises(ParameterError, match="size_packets"):
+        ps_fct_of([0.0], [0.0], 10.0, 0.1)
+    with pytest.raises(ParameterError, match="start_s"):
+        ps_fct_of([np.nan], [1.0], 10.0, 0.1)
+    with pytest.raises(ShapeError):
+        ps_fct_of([0.0, 1.0], [1.0], 10.0, 0.1)

@@ -77,7 +77,7 @@ def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] 
     Returns a dataset over (run, flow) and (run, link) with the time series over (run, sample, link)
     and provenance: per flow packets sent, delivered to the receiver, dropped and in flight at the
     end (sent = delivered + dropped + in flight, exactly), received (in order, once: the
-    receiver's cumulative ACK), duplicates, start, first send, finish (the receiver has every
+    receiver's cumulative ACK; delivered = received + stored + duplicates + discarded), duplicates, start, first send, finish (the receiver has every
     packet; NaN if not by the end) and last delivery times; per link packets accepted and
     dropped and the mean backlog; over time the backlog, packets served and active flows.
     """
@@ -161,6 +161,9 @@ def _dataset(network, protocol, tables, layout, timing, seeds, every, start_slot
         "delivered": (per, out["delivered"], {"units": "packets", "long_name": "packets that reached the receiver"}),
         "received": (per, out["received"], {"units": "packets", "long_name": "in-order data at the receiver"}),
         "duplicates": (per, out["duplicates"], {"units": "packets", "long_name": "delivered again"}),
+        "discarded": (per, out["discarded"], {"units": "packets",
+                                              "long_name": "out of order beyond the receiver's runs, thrown away"}),
+        "stored": (per, out["stored"], {"units": "packets", "long_name": "held out of order at the end"}),
         "dropped": (per, out["dropped"], {"units": "packets"}),
         "in_flight": (per, out["in_flight"], {"units": "packets", "long_name": "in the network at the end"}),
         "first_sent": (per, seconds(out["first_sent"]), {"units": "s"}),

@@ -38,8 +38,8 @@ source how many of them advanced the cumulative acknowledgement (`n_new`), how m
 routers stamped into the data (RCP's rate, for instance).
 
 **Sources** send through a network interface as fast as their first link: each slot a source is
-given a budget of whole packets (its first link's packets per slot, fractions carried over, no
-credit saved while idle), so a window's burst leaves one link's worth per slot, as a real NIC
+given a budget of whole packets (its first link's packets per slot, fractions carried over, at
+most one packet saved up while idle), so a window's burst leaves one link's worth per slot, as a real NIC
 would pace it, and batches stay within a slot's service. Closed-loop sources keep to the budget;
 the open-loop sources ignore it (they stand for the arrivals of many senders).
 
@@ -217,7 +217,7 @@ class Links(NamedTuple):
 
     accepted: jax.Array  # packets accepted this slot
     arrived: jax.Array  # packets that reached the link this slot (accepted or dropped)
-    backlog: jax.Array  # packets waiting or in service at the start of the slot
+    waiting: jax.Array  # packets queued at the start of the slot, the one in service not counted
     header_sum: jax.Array  # (L, K) sum over accepted packets of their header fields
 
 
@@ -321,7 +321,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         # 1. acknowledgements reach the sources
         acks = Acks(**now_ack)
         # 2. the sources send: one batch (or SYN) each, due at the first link after the access delay
-        credit = jnp.minimum(links["credit"] + nic, jnp.maximum(nic, 1.0))
+        credit = jnp.minimum(links["credit"] + nic, nic + 1.0)  # at most one packet saved up
         budget = jnp.floor(credit + 1e-9).astype(COUNT)
         proto, send = protocol.step(proto, params, flows, t, acks, budget, jax.random.fold_in(source_key, t))
         n_send = jnp.maximum(send.n, 0).astype(jnp.int32)
@@ -378,7 +378,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
             weight = accepted.astype(hheader.dtype)[:, None] * hheader
             header_sum = jax.ops.segment_sum(jnp.where(here[:, None], weight, 0), link_of, num_segments=L)
             router = protocol.router_step(router, params, t, Links(
-                accepted=take, arrived=arrived, backlog=backlog, header_sum=header_sum))
+                accepted=take, arrived=arrived, waiting=jnp.maximum(backlog - 1.0, 0.0), header_sum=header_sum))
         hop_batch = {"n": accepted.astype(jnp.int32), "seq": seq[:, :H].reshape(-1), "sent": sent[:, :H].reshape(-1),
                      "syn": hsyn, "header": hheader}
         where = (due % D, flat_flow, next_stage)
@@ -413,7 +413,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         following = (t + 1) % D
         now = {k: cal[k][following] for k in data_fields}
         now_ack = {k: acal[k][following] for k in ack_fields}
-        now_ack["echo"] = jnp.where(now_ack["n_new"] + now_ack["n_dup"] > 0, now_ack["echo"], -1)
+        now_ack["echo"] = jnp.where((now_ack["n_new"] + now_ack["n_dup"] > 0) | now_ack["syn"], now_ack["echo"], -1)
         # packets not yet served at the end of the slot (time t + 1), the one in service included
         after = jnp.maximum(links["virtual_finish"] - (t + 1), 0.0) * per_slot
         return (cal, acal, now, now_ack, rx, links, counters, proto, router), after

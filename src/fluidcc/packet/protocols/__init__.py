@@ -13,6 +13,7 @@ A protocol is an object the engine (`fluidcc.packet.engine`) calls inside its sc
 """
 
 from .open_loop import OpenLoop as OpenLoop
+from .rcp import RCP as RCP
 from .tcp import TCP as TCP
 
-__all__ = ["OpenLoop", "TCP"]
+__all__ = ["OpenLoop", "RCP", "TCP"]

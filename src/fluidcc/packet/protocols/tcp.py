@@ -36,6 +36,7 @@ import jax.numpy as jnp
 
 from ...errors import ParameterError
 from ..engine import COUNT, Send
+from ._rtt import rtt_update
 
 _NO_LIMIT = 1e12
 
@@ -91,12 +92,8 @@ class TCP:
         opened = acks.syn & (phase == 1)
         sample = (t - acks.echo).astype(jnp.float64)
         has_ack = ((acks.n_new + acks.n_dup) > 0) & (phase == 2)
-        first = opened
-        srtt = jnp.where(first, sample, jnp.where(has_ack, 0.875 * s["srtt"] + 0.125 * sample, s["srtt"]))
-        rttvar = jnp.where(first, sample / 2, jnp.where(has_ack, 0.75 * s["rttvar"] + 0.25 * jnp.abs(s["srtt"] - sample),
-                                                       s["rttvar"]))
-        fresh = jnp.clip(srtt + jnp.maximum(1.0, 4.0 * rttvar), params.min_rto, params.max_rto)
-        rto = jnp.where(first | has_ack, fresh, s["rto"])
+        srtt, rttvar, rto = rtt_update(s["srtt"], s["rttvar"], s["rto"], sample, opened, has_ack, params.min_rto,
+                                       params.max_rto)
         phase = jnp.where(opened, 2, phase)
         snd_una, snd_nxt, cwnd, ssthresh = s["snd_una"], s["snd_nxt"], s["cwnd"], s["ssthresh"]
         dupacks, recovery, recover = s["dupacks"], s["recovery"], s["recover"]
