@@ -46,3 +46,19 @@ def test_rcp_vs_qcp_quick_run_writes_its_results(tmp_path: Path) -> None:
     for row in results["two_bottleneck"]["rows"]:
         if row["run"] != "QCP (1, 0.5)":
             assert row["settled_within_1pct"] and row["utilization_l1_last_5s_mean"] == pytest.approx(1.0, abs=1e-3)
+
+
+@pytest.mark.slow
+def test_packet_fct_quick_run_writes_its_results(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(EXAMPLES_DIR / "packet_fct.py"), "--quick", "--out", str(tmp_path)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ("afct_rho0.9.png", "afct_rho0.9.csv", "afct_rho0.5.png", "afct_rho0.5.csv", "results.json"):
+        assert (tmp_path / name).is_file(), name
+    results = json.loads((tmp_path / "results.json").read_text())
+    for section in ("rho_0.9", "rho_0.5"):
+        assert results[section]["tcp"]["unfinished"] == 0 and results[section]["rcp"]["unfinished"] == 0
+    shortest = results["rho_0.5"]["bins"][0]
+    # at light load the shortest flows take about the idle time: RCP as PS, TCP its slow start
+    assert shortest["rcp_over_ps_sample"] == pytest.approx(1.0, abs=0.1)
+    assert shortest["tcp_over_slow_start"] == pytest.approx(1.0, abs=0.2)
