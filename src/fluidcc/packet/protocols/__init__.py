@@ -13,7 +13,8 @@ A protocol is an object the engine (`fluidcc.packet.engine`) calls inside its sc
 """
 
 from .open_loop import OpenLoop as OpenLoop
+from .qcp import QCP as QCP
 from .rcp import RCP as RCP
 from .tcp import TCP as TCP
 
-__all__ = ["OpenLoop", "RCP", "TCP"]
+__all__ = ["OpenLoop", "QCP", "RCP", "TCP"]

@@ -15,13 +15,9 @@ leaves with its rate field lowered to R_l if R_l is smaller (stamped as it reach
 **Sources.** A flow's SYN carries an unlimited rate field; the SYN-ACK returns the smallest R on
 the path, and the flow sends at that rate from then on, taking each acknowledgement's echoed rate
 as its new rate, paced by a credit of rate x slot packets per slot (at most one packet saved up).
-Data packets carry the source's smoothed RTT in their RTT field. Losses (RCP's queue is small, but
-a buffer can still overflow, as when flows join at the path's rate) are repaired by going back:
-on the third duplicate ACK (once per window of data, as NewReno's `recover`) and on a timeout
-(RFC 6298 RTO, minimum `min_rto_s`), the flow resends from its first unacknowledged packet at its
-rate; the receiver counts what it already had as duplicates. (Retransmitting one hole per round
-trip, as NewReno does, leaves a rate-paced flow that lost many packets crawling.) The rate is not
-changed by a loss.
+Data packets carry the source's smoothed RTT in their RTT field. Handshake, RTT estimation and
+loss repair (going back to the first unacknowledged packet; the rate is not changed by a loss) are
+shared with QCP (`_feedback`).
 """
 
 from __future__ import annotations
@@ -35,8 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ParameterError
-from ..engine import COUNT, Send
-from ._rtt import rtt_update
+from ..engine import Send
+from . import _feedback as feedback
 
 UNLIMITED = 1e12
 MIN_RATE_FRACTION = 1e-4
@@ -124,53 +120,16 @@ class RCP:
     # ------------------------------------------------------------------------ sources
     def init(self, params: RCPParams, flows):
         n = flows.start.shape[0]
-        zeros = jnp.zeros(n, COUNT)
-        return {"phase": jnp.zeros(n, jnp.int32), "rate": jnp.zeros(n), "credit": jnp.zeros(n),
-                "snd_una": zeros, "snd_nxt": zeros, "recover": zeros, "dupacks": jnp.zeros(n, jnp.int32),
-                "srtt": jnp.zeros(n), "rttvar": jnp.zeros(n), "rto": jnp.full(n, params.initial_rto),
-                "timer": jnp.full(n, -1.0)}
+        return {**feedback.initial(n, params.initial_rto), "rate": jnp.zeros(n), "credit": jnp.zeros(n)}
 
     def step(self, s, params: RCPParams, flows, t, acks, budget, key):
-        tf = t.astype(jnp.float64)
-        phase = s["phase"]
-        opened = acks.syn & (phase == 1)
-        has_ack = ((acks.n_new + acks.n_dup) > 0) & (phase == 2)
-        sample = (t - acks.echo).astype(jnp.float64)
-        srtt, rttvar, rto = rtt_update(s["srtt"], s["rttvar"], s["rto"], sample, opened, has_ack, params.min_rto,
-                                       params.max_rto)
-        rate = jnp.where(opened | has_ack, acks.header[:, 0], s["rate"])
-        phase = jnp.where(opened, 2, phase)
-        snd_una, snd_nxt, recover, dupacks, timer = s["snd_una"], s["snd_nxt"], s["recover"], s["dupacks"], s["timer"]
-        # the third duplicate ACK (once per window, as NewReno's `recover`) or a timeout: go back to
-        # the first unacknowledged packet and send on from there at the rate
-        dup = has_ack & (acks.n_dup > 0) & (snd_nxt > snd_una)
-        count = jnp.where(dup, dupacks + acks.n_dup, dupacks)
-        third = dup & (dupacks < 3) & (count >= 3) & (snd_una >= recover)
-        new = has_ack & (acks.n_new > 0) & (acks.ack_no > snd_una)
-        snd_una = jnp.where(new, acks.ack_no, snd_una)
-        snd_nxt = jnp.maximum(snd_nxt, snd_una)
-        dupacks = jnp.where(new, 0, count)
-        timer = jnp.where(new, jnp.where(snd_nxt > snd_una, tf + rto, -1.0), timer)
-        expired = (phase == 2) & (timer >= 0) & (tf >= timer) & (snd_nxt > snd_una)
-        back = (third & ~new) | expired
-        recover = jnp.where(back, snd_nxt, recover)
-        snd_nxt = jnp.where(back, snd_una, snd_nxt)
-        dupacks = jnp.where(back, 0, dupacks)
-        rto = jnp.where(expired, jnp.minimum(2.0 * rto, params.max_rto), rto)
-        timer = jnp.where(back, tf + rto, timer)
-        # send: the SYN, else at the rate (a retransmission first)
-        syn = (phase == 0) & (t >= flows.start) & (t < flows.stop)
-        phase = jnp.where(syn, 1, phase)
-        sending = (phase == 2) & ~syn
-        credit = jnp.where(sending, jnp.minimum(s["credit"] + rate, rate + 1.0), 0.0)
-        can = jnp.minimum(jnp.floor(credit + 1e-9), budget.astype(jnp.float64))
-        left = jnp.where(t < flows.stop, flows.size - snd_nxt.astype(jnp.float64), 0.0)
-        n = jnp.where(sending, jnp.clip(jnp.minimum(can, left), 0.0, None), 0.0).astype(COUNT)
-        seq = snd_nxt
-        timer = jnp.where((n > 0) & (timer < 0), tf + rto, timer)
-        snd_nxt = snd_nxt + n
-        header = jnp.stack([jnp.full(n.shape, UNLIMITED), jnp.where(syn, 0.0, srtt)], axis=1)
-        state = {"phase": phase, "rate": rate, "credit": credit - n, "snd_una": snd_una, "snd_nxt": snd_nxt,
-                  "recover": recover, "dupacks": dupacks, "srtt": srtt,
-                 "rttvar": rttvar, "rto": rto, "timer": timer}
+        def quota(state, seen):
+            rate = jnp.where(seen["opened"] | seen["has_ack"], acks.header[:, 0], s["rate"])
+            state["rate"] = rate
+            state["credit"] = jnp.where(seen["sending"], jnp.minimum(s["credit"] + rate, rate + 1.0), 0.0)
+            return state["credit"]
+
+        state, n, seq, syn, _, _ = feedback.step(s, params, flows, t, acks, budget, quota)
+        state["credit"] = state["credit"] - n
+        header = jnp.stack([jnp.full(n.shape, UNLIMITED), jnp.where(syn, 0.0, state["srtt"])], axis=1)
         return state, Send(n=n, seq=seq, syn=syn, header=header)
