@@ -1,4 +1,5 @@
-"""The `fluidcc` command: simulate one point, sweep a parameter grid, map stability, list models.
+"""The `fluidcc` command: simulate one point, sweep a parameter grid, map stability, list models,
+run a packet-level scenario.
 
 Quantities take unit suffixes: rates in bps, kbps, Mbps, Gbps or pps (plain numbers: packets/s,
 1 packet = 1000 bytes); times in s, ms or us (plain numbers: seconds).
@@ -445,6 +446,74 @@ def maxmin_command(network_file, at, exact, out) -> None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         _write_maxmin(out_path, flows, links, network_file, at_s, exact, packet_bytes)
         click.echo(f"wrote {out_path}")
+
+
+@main.command("packet")
+@click.argument("scenario_file", metavar="SCENARIO.toml", type=click.Path(dir_okay=False))
+@click.option("--out", default="fluidcc-out/packet", show_default=True, type=click.Path(file_okay=False),
+              help="Output folder: run.nc (the dataset, NetCDF), flows.csv (one row per flow and run), "
+                   "summary.json (per run and mean), afct.png (AFCT vs flow size with processor sharing) and "
+                   "link.png (utilization and queue over time).")
+def packet_command(scenario_file, out) -> None:
+    """Packet-level simulation of SCENARIO.toml: a network (file or inline), a workload (Poisson
+    arrivals at a load, or long-lived flows), a protocol (tcp, rcp, open_loop), a duration and
+    seeds (one run per seed, simulated as one batch). The file format is documented in
+    `fluidcc.packet.scenario`. Times accept s, ms, us (bare numbers are seconds); sizes are packets."""
+    import json
+
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from .packet.scenario import Scenario, run_scenario, write_outputs
+
+    phases = {"workload": "building the workload", "simulate": "simulating (one batched JAX call)",
+              "outputs": "writing outputs"}
+    out_dir = Path(out)
+    try:
+        scenario = Scenario.load(scenario_file)
+        columns = (SpinnerColumn(finished_text="[green]done"), TextColumn("{task.description}"), TimeElapsedColumn())
+        with Progress(*columns, transient=False) as bar:
+            current = []
+
+            def phase(name):
+                if current:
+                    bar.update(current[-1], total=1, completed=1)
+                current.append(bar.add_task(phases.get(name, name), total=None))
+
+            dataset = run_scenario(scenario, progress=phase)
+            dataset.attrs["command"] = _command_line()
+            phase("outputs")
+            paths = write_outputs(dataset, scenario, out_dir)
+            bar.update(current[-1], total=1, completed=1)
+    except FluidccError as error:
+        _fail(error)
+    summary = json.loads((out_dir / "summary.json").read_text())
+
+    def number(value, form):
+        return "-" if value is None else format(value, form)
+
+    link = summary["bottleneck_link"]
+    poisson = summary["workload_kind"] == "poisson"
+    load = f", load {summary['offered_load']:g}" if poisson else ""
+    click.echo(f"{summary['protocol']}, {summary['workload_kind']} workload on route {summary['workload_route']!r}"
+               f"{load}; bottleneck {link!r} {summary['bottleneck_capacity_pps']:g} packets/s, RTPD "
+               f"{1e3 * summary['rtpd_s']:g} ms; {summary['duration_s']:g} s, {len(summary['runs'])} run(s)")
+    headers = ["run", "seed", "finished/flows", "AFCT s", "mean slowdown"] if poisson else \
+        ["run", "seed", "flows", "throughput pkt/s", "Jain"]
+    headers += [f"utilization {link}", f"queue {link}", "drop rate"]
+    rows = []
+    for row in summary["runs"] + [dict(summary["mean"], run="mean", seed="")]:
+        if poisson:
+            finished = (f"{row['finished']}/{row['flows']}" if row["run"] != "mean"
+                        else f"{row['finished']:.1f}/{row['flows']:.1f}")
+            cells = [finished, number(row.get("afct_s"), ".4g"), number(row.get("mean_slowdown"), ".3g")]
+        else:
+            cells = [number(row.get("long_lived"), "g"), number(row.get("mean_throughput_pps"), ".4g"),
+                     number(row.get("jain_fairness"), ".4f")]
+        rows.append([str(row["run"]), str(row["seed"])] + cells
+                    + [number(row["utilization"].get(link), ".4f"), number(row["mean_queue_packets"].get(link), ".4g"),
+                       number(row.get("drop_rate"), ".3g")])
+    click.echo(_text_table(headers, rows))
+    click.echo("wrote " + ", ".join(str(p) for p in paths))
 
 
 def _file_packet_bytes(path: Path) -> int:

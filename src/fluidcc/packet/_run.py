@@ -151,7 +151,8 @@ def _dataset(network, protocol, tables, layout, timing, seeds, every, start_slot
     start = np.where(np.isfinite(start_slots), start_slots * slot_s, np.nan)
     samples = out["samples"]
     n_samples = samples["queue_mean"].shape[1]
-    served = np.diff(samples["link_accepted"], axis=1, prepend=0)
+    accepted = np.diff(samples["link_accepted"], axis=1, prepend=0)
+    served = accepted - np.diff(samples["queue_end"], axis=1, prepend=0)  # taken, less what still waits
     per = ("run", "flow")
     data = {
         "start": (per, start, {"units": "s", "long_name": "flow start (its SYN), on a slot boundary"}),
@@ -177,7 +178,8 @@ def _dataset(network, protocol, tables, layout, timing, seeds, every, start_slot
                        {"units": "packets", "long_name": "mean backlog at slot boundaries"}),
         "queue": (("run", "sample", "link"), samples["queue_mean"],
                   {"units": "packets", "long_name": "mean backlog per sample"}),
-        "served": (("run", "sample", "link"), served, {"units": "packets", "long_name": "accepted per sample"}),
+        "accepted": (("run", "sample", "link"), accepted, {"units": "packets", "long_name": "taken in per sample"}),
+        "served": (("run", "sample", "link"), served, {"units": "packets", "long_name": "sent on per sample"}),
         "active": (("run", "sample"), samples["active"], {"long_name": "flows started and not finished"}),
         "late": (("run",), out["late"], {"long_name": "batches the calendar could not hold (must be 0)"}),
     }
