@@ -67,6 +67,7 @@ constexpr int64_t kBottleneckDelayUs = kRtpdUs / 2 - 2 * kAccessDelayUs; // 39 9
 constexpr uint64_t kAccessBps = 10000000000ULL; // 10 Gb/s
 
 // Bottleneck buffer: 1 BDP = 12 500 pkt/s * 80 ms = 1000 packets.
+constexpr double kLossCountFromS = 1.0; // loss events are counted from here on
 constexpr uint32_t kBottleneckQueuePackets = 1000;
 
 // Socket buffers, far above the largest window the path can sustain
@@ -85,6 +86,26 @@ constexpr uint16_t kPort = 5000;
 // ---------------------------------------------------------------------------
 // Measurements at the bottleneck (the left router's bottleneck device).
 // ---------------------------------------------------------------------------
+// Counts the senders' loss events after the flows have started: entries into fast recovery
+// (CA_RECOVERY) and retransmission timeouts (CA_LOSS).
+struct LossEvents
+{
+    uint64_t recoveries = 0;
+    uint64_t timeouts = 0;
+
+    void OnCongState(TcpSocketState::TcpCongState_t /* oldValue */, TcpSocketState::TcpCongState_t newValue)
+    {
+        if (newValue == TcpSocketState::CA_RECOVERY)
+        {
+            ++recoveries;
+        }
+        else if (newValue == TcpSocketState::CA_LOSS)
+        {
+            ++timeouts;
+        }
+    }
+};
+
 struct BottleneckStats
 {
     uint64_t arrived = 0;            // packets handed to the device (MacTx)
@@ -351,6 +372,13 @@ main(int argc, char* argv[])
                                                          MakeBoundCallback(&CountDrop, &accessDrops));
     }
 
+    // Every sender's socket exists once its flow has started (all start before 1 s).
+    LossEvents losses;
+    Simulator::Schedule(Seconds(kLossCountFromS), [&losses]() {
+        Config::ConnectWithoutContext("/NodeList/*/$ns3::TcpL4Protocol/SocketList/*/CongState",
+                                      MakeCallback(&LossEvents::OnCongState, &losses));
+    });
+
     // ---------------------------------------------------------------------
     // Run.
     // ---------------------------------------------------------------------
@@ -388,7 +416,8 @@ main(int argc, char* argv[])
                 "\"utilization\": %.6f, \"mean_queue_packets\": %.3f, "
                 "\"packets_arrived\": %llu, \"packets_dropped\": %llu, \"drop_rate\": %.6g, "
                 "\"jain\": %.6f, \"goodput_mbps\": %.3f, \"access_drops\": %llu, "
-                "\"events\": %llu}\n",
+                "\"events\": %llu, \"loss_count_from_s\": %g, \"recoveries\": %llu, "
+                "\"timeouts\": %llu}\n",
                 nFlows,
                 seed,
                 durationS,
@@ -405,6 +434,9 @@ main(int argc, char* argv[])
                 JainIndex(goodputBps),
                 totalGoodputBps / 1e6,
                 static_cast<unsigned long long>(accessDrops),
-                static_cast<unsigned long long>(events));
+                static_cast<unsigned long long>(events),
+                kLossCountFromS,
+                static_cast<unsigned long long>(losses.recoveries),
+                static_cast<unsigned long long>(losses.timeouts));
     return 0;
 }

@@ -183,6 +183,9 @@ def _dataset(network, protocol, tables, layout, timing, seeds, every, start_slot
         "active": (("run", "sample"), samples["active"], {"long_name": "flows started and not finished"}),
         "late": (("run",), out["late"], {"long_name": "batches the calendar could not hold (must be 0)"}),
     }
+    if hasattr(protocol, "report"):
+        for name, value in protocol.report(out["protocol"]).items():
+            data[name] = (per, np.asarray(value), {"source": "protocol", "units": "events"})
     for name, value in samples.items():
         if name not in ("queue_mean", "queue_end", "link_accepted", "active"):
             data[name] = (("run", "sample", "link"), value, {"source": "router"})

@@ -83,7 +83,12 @@ class TCP:
             "dupacks": jnp.zeros(n, jnp.int32), "recovery": jnp.zeros(n, bool),
             "srtt": jnp.zeros(n), "rttvar": jnp.zeros(n), "rto": jnp.full(n, params.initial_rto),
             "timer": jnp.full(n, -1.0), "retransmit": jnp.zeros(n, bool), "retransmit_seq": zeros,
+            "recoveries": jnp.zeros(n, jnp.int32), "timeouts": jnp.zeros(n, jnp.int32),
         }
+
+    def report(self, state) -> dict:
+        """Per flow: fast recoveries entered and retransmission timeouts, over the run."""
+        return {"recoveries": state["recoveries"], "timeouts": state["timeouts"]}
 
     def step(self, s, params: TCPParams, flows, t, acks, budget, key):
         tf = t.astype(jnp.float64)
@@ -158,5 +163,6 @@ class TCP:
         snd_nxt = snd_nxt + fresh_n
         state = {"phase": phase, "snd_una": snd_una, "snd_nxt": snd_nxt, "recover": recover, "cwnd": cwnd,
                  "ssthresh": ssthresh, "dupacks": dupacks, "recovery": recovery, "srtt": srtt, "rttvar": rttvar,
-                 "rto": rto, "timer": timer, "retransmit": retransmit & ~resend, "retransmit_seq": retransmit_seq}
+                 "rto": rto, "timer": timer, "retransmit": retransmit & ~resend, "retransmit_seq": retransmit_seq,
+                 "recoveries": s["recoveries"] + enter, "timeouts": s["timeouts"] + expired}
         return state, Send(n=n, seq=seq, syn=syn, header=jnp.zeros((n.shape[0], 0)))
