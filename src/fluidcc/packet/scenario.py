@@ -360,7 +360,7 @@ def summarize(dataset) -> dict:
     utilization (packets the link sent on over the sampled time / (capacity x that time)),
     mean_queue_packets and link_drop_rate (dropped / offered at the link); drop_rate (the flows'
     dropped / sent); late_batches (must be 0); for long-lived flows mean_throughput_pps and
-    jain_fairness (delivered / time between start and stop or the end); for Poisson workloads
+    jain_fairness (goodput: packets received in order, once, / time between start and stop or the end); for Poisson workloads
     mean_slowdown, sample_load (the sizes that arrived / (capacity x arrival window)) and
     afct_by_size (`metrics.afct_by_size` with the M/G/1-PS reference ps_afct_s, and
     sample_ps_afct_s: the mean `metrics.ps_fct_of` of the run's own arrivals over the same
@@ -378,7 +378,7 @@ def summarize(dataset) -> dict:
     for r in range(dataset.sizes["run"]):
         real = dataset["route_index"].values[r] >= 0
         start, size = dataset["start"].values[r][real], dataset["size"].values[r][real]
-        fct, delivered = dataset["fct"].values[r][real], dataset["delivered"].values[r][real].astype(float)
+        fct, received = dataset["fct"].values[r][real], dataset["received"].values[r][real].astype(float)
         stop = dataset["stop"].values[r][real] if "stop" in dataset else np.full(start.shape, np.inf)
         finite = np.isfinite(size)
         finished = finite & np.isfinite(fct)
@@ -402,7 +402,7 @@ def summarize(dataset) -> dict:
         if (~finite).any():
             until = np.minimum(np.where(np.isfinite(stop), stop, end), end)[~finite]
             with np.errstate(invalid="ignore", divide="ignore"):
-                throughput = delivered[~finite] / (until - start[~finite])
+                throughput = received[~finite] / (until - start[~finite])  # goodput: in order, once
             throughput = throughput[np.isfinite(throughput)]
             row["mean_throughput_pps"] = float(np.mean(throughput)) if throughput.size else math.nan
             row["jain_fairness"] = (float(metrics.jain_fairness(throughput))
@@ -410,7 +410,7 @@ def summarize(dataset) -> dict:
         if reference is not None and finite.any():
             capacity, load, rtpd = reference
             row["mean_slowdown"] = metrics.summary(start[finite], start[finite] + fct[finite], size[finite],
-                                                   delivered[finite], end_s=end, capacity_pps=capacity, load=load,
+                                                   received[finite], end_s=end, capacity_pps=capacity, load=load,
                                                    rtpd_s=rtpd)["mean_slowdown"]
             window = float(dataset.attrs.get("arrival_window_s", end))
             row["sample_load"] = float(size[finite].sum() / (capacity * window))
