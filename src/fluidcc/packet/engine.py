@@ -95,19 +95,19 @@ def check_slot(slot_s: float, duration_s: float) -> Timing:
     return Timing(float(slot_s), int(math.ceil(duration_s / slot_s - 1e-9)))
 
 
+def link_mean_rtt(network: Network) -> np.ndarray:
+    """Per link, s: the mean RTT of the network's flows that cross it (no flow: twice its delay)."""
+    rtts = network.rtt_s
+    return np.array([float(np.mean(rtts[network.flows_on(l)])) if network.flows_on(l)
+                     else 2.0 * float(network.link_delays_s[l]) for l in range(network.n_links)])
+
+
 def default_buffers(network: Network) -> np.ndarray:
     """Each link's buffer, packets: as given, else one BDP of the mean RTT of its flows (>= 1)."""
     capacity = network.capacities_pps
-    rtts = network.rtt_s
-    out = []
-    for l, link in enumerate(network.links):
-        if link.buffer_packets is not None:
-            out.append(float(link.buffer_packets))
-            continue
-        crossing = network.flows_on(l)
-        rtt = float(np.mean(rtts[crossing])) if crossing else 2.0 * float(network.link_delays_s[l])
-        out.append(max(1.0, math.ceil(capacity[l] * rtt)))
-    return np.asarray(out, dtype=np.float64)
+    rtt = link_mean_rtt(network)
+    return np.array([float(link.buffer_packets) if link.buffer_packets is not None
+                     else max(1.0, math.ceil(capacity[l] * rtt[l])) for l, link in enumerate(network.links)])
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ParameterError
-from ..engine import Send
+from ..engine import Send, link_mean_rtt
 from . import _feedback as feedback
 
 UNLIMITED = 1e12
@@ -92,9 +92,7 @@ class QCP:
     def params(self, network, layout, timing, tables) -> QCPParams:
         slot = timing.slot_s
         if self.interval_s is None:
-            rtts = network.rtt_s
-            d = np.array([np.mean(rtts[network.flows_on(l)]) if network.flows_on(l)
-                          else 2 * network.link_delays_s[l] for l in range(network.n_links)])
+            d = link_mean_rtt(network)
         else:
             d = np.full(network.n_links, float(self.interval_s))
         return QCPParams(alpha=jnp.asarray(float(self.alpha)), beta=jnp.asarray(float(self.beta)),

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ParameterError
-from ..engine import Send
+from ..engine import Send, link_mean_rtt
 from . import _feedback as feedback
 
 UNLIMITED = 1e12
@@ -82,9 +82,7 @@ class RCP:
 
     def params(self, network, layout, timing, tables) -> RCPParams:
         slot = timing.slot_s
-        rtts = network.rtt_s
-        d0 = np.array([np.mean(rtts[network.flows_on(l)]) if network.flows_on(l) else 2 * network.link_delays_s[l]
-                       for l in range(network.n_links)])
+        d0 = link_mean_rtt(network)
         return RCPParams(alpha=jnp.asarray(float(self.alpha)), beta=jnp.asarray(float(self.beta)),
                          tau=jnp.asarray(self.tau_s / slot), rtt_gain=jnp.asarray(float(self.rtt_gain)),
                          capacity=jnp.asarray(layout.per_slot), initial_d0=jnp.asarray(np.maximum(d0 / slot, 1.0)),
