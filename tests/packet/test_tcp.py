@@ -80,6 +80,22 @@ def test_flows_recover_from_drops_and_every_packet_is_accounted_for(buffer):
     assert np.all(sent >= 300)
 
 
+def test_a_window_of_many_losses_ends_in_a_timeout_not_one_rtt_per_hole():
+    """RFC 6582's "Impatient" timer (as ns-3): within a recovery only the first partial ACK restarts
+    the retransmission timer. A flow behind a 100x faster access link overshoots in slow start and
+    loses well over a hundred packets of one window: it times out and goes back, instead of
+    repairing one hole per RTT (about 180 RTTs, 20 s, with the timer restarted on every partial ACK)."""
+    rtpd = 0.1
+    links = (Link("access", 100_000.0, 1e-4, buffer_packets=100_000), Link("b", 1000.0, rtpd / 2 - 1e-4,
+                                                                          buffer_packets=150))
+    network = Network(links, (Flow("f", ("access", "b")),))
+    run = simulate(network, TCP(), FlowTable([0.0], [2000.0]), duration_s=30.0, slot_s=1e-3)
+    v = run.isel(run=0, flow=0)
+    assert int(v.dropped) > 100 and int(v.timeouts) >= 1
+    assert int(v.received) == 2000
+    assert float(v.fct) < int(v.dropped) * rtpd / 2
+
+
 def test_long_lived_flows_fill_the_link_and_share_it():
     network = _dumbbell(4, 50, capacity=1000.0, rtpd=0.05)
     run = simulate(network, TCP(), duration_s=30.0, slot_s=1e-3, seeds=[3])

@@ -17,6 +17,11 @@ flow: until its stop time). Choices, each as ns-3's `TcpNewReno` with classic re
   +1 per further duplicate; a partial ACK retransmits the next hole and deflates cwnd by the data
   it acknowledged, less one; the full ACK (past `recover`) sets cwnd = ssthresh. No limited
   transmit, no SACK.
+* **The retransmission timer** restarts on every ACK of new data outside recovery and on the
+  full ACK, but within a recovery only on its *first* partial ACK (RFC 6582's "Impatient"
+  variant, as ns-3 does): a window with many losses -- a slow-start overshoot drops hundreds --
+  then ends in a timeout and go-back-N after one RTO, instead of repairing one hole per RTT for
+  tens of seconds while the inflated window sends new data far past the holes.
 * **RTO** (RFC 6298): an RTT sample on every acknowledgement batch (timestamps echo the slot the
   data was sent), srtt and rttvar with gains 1/8 and 1/4, RTO = max(min_rto, srtt + 4 rttvar),
   1 s before the first sample, doubled on each timeout up to 60 s. A timeout sets ssthresh =
@@ -83,6 +88,7 @@ class TCP:
             "dupacks": jnp.zeros(n, jnp.int32), "recovery": jnp.zeros(n, bool),
             "srtt": jnp.zeros(n), "rttvar": jnp.zeros(n), "rto": jnp.full(n, params.initial_rto),
             "timer": jnp.full(n, -1.0), "retransmit": jnp.zeros(n, bool), "retransmit_seq": zeros,
+            "partial_seen": jnp.zeros(n, bool),
             "recoveries": jnp.zeros(n, jnp.int32), "timeouts": jnp.zeros(n, jnp.int32),
         }
 
@@ -102,6 +108,7 @@ class TCP:
         phase = jnp.where(opened, 2, phase)
         snd_una, snd_nxt, cwnd, ssthresh = s["snd_una"], s["snd_nxt"], s["cwnd"], s["ssthresh"]
         dupacks, recovery, recover = s["dupacks"], s["recovery"], s["recover"]
+        partial_seen = s["partial_seen"]
         retransmit, retransmit_seq, timer = s["retransmit"], s["retransmit_seq"], s["timer"]
         outstanding = snd_nxt > snd_una
         # duplicate ACKs
@@ -114,6 +121,7 @@ class TCP:
         cwnd = jnp.where(enter, ssthresh + count, cwnd)
         recover = jnp.where(enter, snd_nxt, recover)
         recovery = recovery | enter
+        partial_seen = partial_seen & ~enter
         retransmit = retransmit | enter
         retransmit_seq = jnp.where(enter, snd_una, retransmit_seq)
         dupacks = count
@@ -134,7 +142,9 @@ class TCP:
         retransmit_seq = jnp.where(partial, snd_una, retransmit_seq)
         recovery = recovery & ~full
         dupacks = jnp.where(new, 0, dupacks)
-        timer = jnp.where(new, jnp.where(snd_nxt > snd_una, tf + rto, -1.0), timer)
+        restart = new & ~(partial & partial_seen)  # RFC 6582 "Impatient": only the first partial ACK
+        partial_seen = partial_seen | partial
+        timer = jnp.where(restart, jnp.where(snd_nxt > snd_una, tf + rto, -1.0), timer)
         # retransmission timeout: go back to the first unacknowledged packet
         expired = (phase == 2) & (timer >= 0) & (tf >= timer) & (snd_nxt > snd_una)
         flight = (snd_nxt - snd_una).astype(jnp.float64)
@@ -164,5 +174,6 @@ class TCP:
         state = {"phase": phase, "snd_una": snd_una, "snd_nxt": snd_nxt, "recover": recover, "cwnd": cwnd,
                  "ssthresh": ssthresh, "dupacks": dupacks, "recovery": recovery, "srtt": srtt, "rttvar": rttvar,
                  "rto": rto, "timer": timer, "retransmit": retransmit & ~resend, "retransmit_seq": retransmit_seq,
+                 "partial_seen": partial_seen,
                  "recoveries": s["recoveries"] + enter, "timeouts": s["timeouts"] + expired}
         return state, Send(n=n, seq=seq, syn=syn, header=jnp.zeros((n.shape[0], 0)))
