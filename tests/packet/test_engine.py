@@ -73,6 +73,22 @@ def test_drop_tail_fills_the_buffer_then_drops_the_excess():
     assert run.in_flight.values[0, 0] == run.sent.values[0, 0] - run.delivered.values[0, 0] - run.dropped.values[0, 0]
 
 
+def test_an_overflow_takes_packets_from_every_batch_in_proportion():
+    """Two sources send 6 and 2 packets a slot into a link serving 4: once its buffer is full, the
+    4 packets of room a slot are shared 3 : 1, so the first source loses 3 packets a slot and the
+    second 1 -- every slot, not only on average (whole batches taken in turn would drop 4 of one
+    source's packets in some slots and none in others)."""
+    links = (Link("l", 4000.0, 0.001, buffer_packets=8),)
+    network = Network(links, (Flow("big", ("l",)), Flow("small", ("l",))))
+    run = simulate(network, OpenLoop("constant", [6000.0, 2000.0]), duration_s=0.2, slot_s=1e-3,
+                   sample_s=1e-3, seeds=[1, 2])
+    assert np.all(run.sent.values == [[1200, 400]] * 2)
+    dropped = run.dropped.values
+    assert np.all(dropped[:, 0] == 3 * dropped[:, 1]) and np.all(dropped[:, 1] >= 190)
+    # the same in every slot: both runs (different random turns) drop the same
+    assert np.array_equal(dropped[0], dropped[1])
+
+
 def test_runs_are_deterministic_per_seed():
     network = _two_links()
     source = OpenLoop("poisson", [400.0, 900.0, 300.0])

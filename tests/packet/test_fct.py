@@ -42,10 +42,19 @@ def test_rcp_afct_is_within_15_percent_of_processor_sharing(load):
 
 @pytest.mark.slow
 def test_tcp_short_flows_follow_slow_start():
-    """At rho = 0.5 the queue stays short, and TCP's short flows take their slow start's time:
-    AFCT within 15 % of [ceil(log2(L/2 + 1)) + 1/2] RTPD + L/C at the bin's mean size (above it:
-    some queueing)."""
-    run, bins = _run(TCP(), 0.5)
+    """At rho = 0.5 the queue stays short, and TCP's short flows that lose no packet take their slow
+    start's time: AFCT within 15 % of [ceil(log2(L/2 + 1)) + 1/2] RTPD + L/C at the bin's mean size
+    (above it: some queueing). A short flow that loses a packet cannot collect three duplicate ACKs
+    and waits for its retransmission timeout, which the curve does not describe: 1.3 % of the flows
+    here (measured: with them, the smallest bin is 1.16 times the curve; without, 1.14)."""
+    run, _ = _run(TCP(), 0.5)
+    lossless = run.dropped.values[0] == 0
+    assert 0.9 < lossless.mean() < 1.0  # drops happen, to a few flows
+    flows = PoissonArrivals.for_load(0.5, Pareto(1.2, 25.0), CAPACITY, duration_s=ARRIVALS, seed=1).table()
+    frame = afct_by_size(flows.size_packets, np.where(lossless, run.fct.values[0], np.nan), min_flows=200,
+                         capacity_pps=CAPACITY, load=0.5, rtpd_s=RTPD)
+    bins = frame[frame.enough]
+    assert len(bins) >= 3
     curve = slow_start_fct(bins.mean_size_packets.to_numpy(), RTPD, CAPACITY)
     ratio = bins.afct_s.to_numpy() / curve
     assert np.all((ratio >= 0.95) & (ratio <= 1.15)), bins

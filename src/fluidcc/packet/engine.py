@@ -15,11 +15,17 @@ the receiver, or its source for acknowledgements) is a cell of a *calendar* inde
 
 **Links.** Link l serves packets first in first out at its capacity C_l (s_l = 1 / (C_l slot)
 slots per packet) and keeps the time V_l at which it will have served every packet it accepted.
-Batches reaching a link in a slot arrive at its start; the link takes them in flow order from a
-random starting point (so no flow is always last), and accepts as many packets as fit: its buffer
-(default: one bandwidth-delay product of the mean RTT of its flows) plus what it serves during
-the slot, less its backlog (drop-tail; with one packet per slot this is the usual rule: `buffer`
-waiting beside the one in service). A batch loses its last packets when it does not fit whole.
+Batches reaching a link in a slot arrive at its start. The link accepts as many packets as fit:
+its buffer (default: one bandwidth-delay product of the mean RTT of its flows) plus what it serves
+during the slot, less its backlog (drop-tail; with one packet per slot this is the usual rule:
+`buffer` waiting beside the one in service). When the slot's arrivals do not all fit, the room is
+shared in proportion to the batches -- each keeps floor(m r / A) of its m packets (r room, A
+arrived), the few left over go one each to the batches still short, in turn from a random batch
+-- and a batch loses its last packets. In a slot of many packet times a batch stands for packets
+its source sent through the slot, interleaved with the other flows' packets, so an overflow
+drops some of every batch; handing the room to whole batches in turn would put a slot's drops on
+one or two flows. The link serves the accepted batches in that same turn, each batch's packets
+together.
 A batch leaves when its last accepted packet has been served and reaches its next stage after the
 link's propagation delay, at the first slot boundary at or after that instant (so each hop rounds
 up to a slot). Two batches of a flow never share a cell: a batch that would reach a stage in the
@@ -237,6 +243,14 @@ def _segment_totals(values_sorted, first, last):
     return cum, totals
 
 
+def _rotated(cum, first, turn, link_of, order, inverse, total):
+    """Per entry (flat order): the sum of the entries of its link that come before it in a turn
+    that starts at sorted index `turn` of the link (cum: the link-sorted cumulative sums)."""
+    before = (cum[:-1] - cum[first[link_of[order]]])[inverse]
+    start = (cum[turn] - cum[first])[link_of]
+    return (before - start) % jnp.maximum(total[link_of], 1)
+
+
 def _receive(rcv_nxt, ooo_s, ooo_e, valid, s, n):
     """One batch [s, s + n) (n >= 1 where valid) reaches each receiver.
 
@@ -341,23 +355,30 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         hsyn = syn[:, :H].reshape(-1) & on_route
         here = (hn > 0) & on_route
         m = jnp.where(here, hn, 0).astype(COUNT)
-        cum, arrived = _segment_totals(m[order], first, last)
-        position = (cum[:-1] - cum[first[link_of[order]]])[inverse]  # packets before it at its link
+        _, arrived = _segment_totals(m[order], first, last)
         v = links["virtual_finish"]
         begin = jnp.maximum(v, t.astype(v.dtype))
         backlog = (begin - t) * per_slot
         room = jnp.maximum(jnp.floor(buffer + per_slot - backlog + 1e-9), 0).astype(COUNT)
         take = jnp.minimum(arrived, room)
-        shift = jnp.floor(jax.random.uniform(jax.random.fold_in(link_key, t), (L,)) * arrived).astype(COUNT)
-        A, r, u = arrived[link_of], take[link_of], shift[link_of]
-        p = jnp.where(A > 0, (position - u) % jnp.maximum(A, 1), 0)  # where the batch starts in turn
-        tail = jnp.minimum(A - p, m)  # its packets before the turn wraps, then the rest
-        wrapped = m - tail
-        acc_head = jnp.clip(r - p, 0, tail)
-        acc_wrap = jnp.minimum(r, wrapped)
-        accepted = jnp.where(here, acc_head + acc_wrap, 0)
-        # the wrapped part is served first (the turn starts there): the last accepted packet, + 1
-        last_pos = jnp.where(acc_head > 0, p + acc_head, acc_wrap)
+        A, r = arrived[link_of], take[link_of]
+        # admission in proportion to the batches (each keeps floor(m r / A) of its m packets), the
+        # packets left over one each to the batches still short, in turn from a random batch; the
+        # same turn is the order of service (a batch's packets consecutive)
+        share = jnp.where(A > 0, (m * r) // jnp.maximum(A, 1), 0)
+        short = here & (share < m)
+        cum_short, n_short = _segment_totals(short.astype(COUNT)[order], first, last)
+        entries = last - first
+        turn = first + jnp.floor(jax.random.uniform(jax.random.fold_in(link_key, t), (L,))
+                                 * entries).astype(jnp.int32)  # the batch (sorted index) served first
+        turn = jnp.minimum(turn, jnp.maximum(last - 1, first))
+        short_before = _rotated(cum_short, first, turn, link_of, order, inverse, n_short)
+        share_total = jax.ops.segment_sum(share, link_of, num_segments=L)
+        extra = short & (short_before < (take - share_total)[link_of])
+        accepted = jnp.where(here, share + extra, 0)
+        cum_acc, _ = _segment_totals(accepted[order], first, last)
+        # the batch's last accepted packet, + 1
+        last_pos = _rotated(cum_acc, first, turn, link_of, order, inverse, take) + accepted
         begin_h, service_h = begin[link_of], service[link_of]
         leave = begin_h + jnp.where(accepted > 0, last_pos, r).astype(begin_h.dtype) * service_h
         reach = jnp.ceil(leave + propagation[link_of] - 1e-9)
