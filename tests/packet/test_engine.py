@@ -89,6 +89,18 @@ def test_an_overflow_takes_packets_from_every_batch_in_proportion():
     assert np.array_equal(dropped[0], dropped[1])
 
 
+def test_runs_with_fewer_flows_are_padded_whatever_the_routes_of_the_others():
+    network = _two_links()
+    one = FlowTable([0.0], [50], route=[0])
+    three = FlowTable([0.0, 0.0, 0.0], [50, 50, 50], route=[0, 1, 2])
+    run = simulate(network, OpenLoop("constant", 400.0), [one, three], duration_s=0.5, seeds=[1, 2], slot_s=1e-3)
+    assert run.sent.values.tolist() == [[50, 0, 0], [50, 50, 50]]
+    assert run.route_index.values.tolist() == [[0, -1, -1], [0, 1, 2]]
+    with pytest.raises(ParameterError, match="flows"):
+        simulate(network, OpenLoop("constant", 400.0), [three, FlowTable([0.0, 0.0], [5, 5], route=[0, 2])],
+                 duration_s=0.5, seeds=[1, 2], slot_s=1e-3)
+
+
 def test_runs_are_deterministic_per_seed():
     network = _two_links()
     source = OpenLoop("poisson", [400.0, 900.0, 300.0])

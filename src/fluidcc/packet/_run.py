@@ -52,7 +52,7 @@ def _padded(tables: list[FlowTable], timing: Timing) -> tuple[Flows, np.ndarray,
     start = np.full((len(tables), width), np.inf)
     stop = np.full((len(tables), width), np.inf)
     size = np.ones((len(tables), width))
-    route = np.zeros((len(tables), width), dtype=np.int32)
+    route = np.full((len(tables), width), -1, dtype=np.int32)  # -1: padding (routes checked apart)
     for k, t in enumerate(tables):
         n = len(t)
         start[k, :n] = np.ceil(t.start_s / timing.slot_s - 1e-9)
@@ -94,10 +94,11 @@ def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] 
             raise ParameterError("buffers", buffers.tolist(), "packets >= 0 per link")
     tables = _tables(network, flows, seeds.size)
     arrays, route, start_slots = _padded(tables, timing)
-    if np.any(route != route[0]):
+    shared = route.max(axis=0)  # a padded flow never starts: it takes the route of a real one
+    if np.any((route >= 0) & (route != shared)):
         raise ParameterError("flows", "different routes for one flow index across runs",
                              "per-run flow tables whose k-th flows share a route")
-    layout = Layout.build(network, route[0], timing.slot_s, buffers)
+    layout = Layout.build(network, np.maximum(shared, 0), timing.slot_s, buffers)
     params = protocol.params(network, layout, timing, tables)
     every = max(1, int(round((sample_s if sample_s is not None else duration_s / 1000.0) / timing.slot_s)))
     every = min(every, timing.n_slots)
