@@ -62,3 +62,17 @@ def test_packet_fct_quick_run_writes_its_results(tmp_path: Path) -> None:
     # at light load the shortest flows take about the idle time: RCP as PS, TCP its slow start
     assert shortest["rcp_over_ps_sample"] == pytest.approx(1.0, abs=0.1)
     assert shortest["tcp_over_slow_start"] == pytest.approx(1.0, abs=0.2)
+
+
+@pytest.mark.slow
+def test_qcp_table3_quick_run_writes_its_results(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(EXAMPLES_DIR / "qcp_table3.py"), "--quick", "--out", str(tmp_path)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ("table3.csv", "fig6_7.png", "results.json"):
+        assert (tmp_path / name).is_file(), name
+    results = json.loads((tmp_path / "results.json").read_text())["table3"]
+    assert results["offered_load"] > 4  # the paper's overload (about 5)
+    # Table 3's finding: under that load QCP finishes several times as many flows as RCP
+    assert results["qcp"]["finished"] > 2 * results["rcp"]["finished"] > 0
+    assert results["qcp"]["utilization"] > 0.95
