@@ -1,14 +1,15 @@
-"""Flow completion times at packet level: TCP and RCP against processor sharing (RCP paper, Fig. 7).
+"""Flow completion times at packet level: TCP, RCP and QCP against processor sharing (RCP paper, Fig. 7).
 
 With fluidcc's packet engine (`fluidcc.packet`): one bottleneck, RTPD 100 ms, flows arriving as a
 Poisson process with Pareto sizes (shape 1.2, mean 25 packets of 1000 bytes) at offered load
 rho = 0.9 and 0.5 (RCP paper, section 3.2, Fig. 7 at rho = 0.9), every flow from its SYN to its
-last packet. Both protocols see the same arrivals. References: processor sharing by eq. (3),
+last packet. The three protocols see the same arrivals (QCP: eqs. (4) and (12) of the QCP paper,
+alpha = beta = 1). References: processor sharing by eq. (3),
 1.5 RTPD + L / (C (1 - rho)), and processor sharing of the very sample of arrivals
 (`metrics.ps_fct_of`: a heavy-tailed sample offers a load that can be far from rho), and for TCP
 the slow-start curve [log2(L/2 + 1) + 1/2] RTPD + L/C. The paper ran C = 2.4 Gb/s; here C is
 40 Mb/s (5000 packets/s, 30 s of arrivals: about 5 400 flows, each a lane of the engine, which is
-what runs in minutes on 2 cores). QCP's packet sources are not built yet.
+what runs in minutes on 2 cores).
 
 Run:
 
@@ -45,7 +46,7 @@ def afct(out: Path, quick: bool, load: float) -> dict:
     from fluidcc.network import Flow, Link, Network
     from fluidcc.packet import simulate
     from fluidcc.packet.metrics import afct_by_size, ps_fct_of, slow_start_fct
-    from fluidcc.packet.protocols import RCP, TCP
+    from fluidcc.packet.protocols import QCP, RCP, TCP
     from fluidcc.packet.workloads import Pareto, PoissonArrivals
 
     capacity, arrivals = (1000.0, 10.0) if quick else (5000.0, 30.0)
@@ -59,7 +60,7 @@ def afct(out: Path, quick: bool, load: float) -> dict:
           f"offers {sample_load:.3f}")
     columns = {}
     summary = {"flows": len(flows), "sample_load": sample_load, "capacity_pps": capacity, "slot_s": slot}
-    for name, protocol in (("tcp", TCP()), ("rcp", RCP())):
+    for name, protocol in (("tcp", TCP()), ("rcp", RCP()), ("qcp", QCP())):
         result = simulate(network, protocol, flows, duration_s=arrivals + 20.0, slot_s=slot, sample_s=1.0)
         fct = result.fct.values[0]
         frame = afct_by_size(sizes, fct, min_flows=MIN_FLOWS, capacity_pps=capacity, load=load, rtpd_s=RTPD)
@@ -71,27 +72,31 @@ def afct(out: Path, quick: bool, load: float) -> dict:
     rows, csv_rows = [], []
     frame_tcp, _ = columns["tcp"]
     frame_rcp, ref_rcp = columns["rcp"]
+    frame_qcp, _ = columns["qcp"]
     for k in range(len(frame_rcp)):
         if frame_rcp.flows[k] == 0:
             continue
         mean_size = float(frame_rcp.mean_size_packets[k])
         entry = {"bin": f"[{frame_rcp.bin_low[k]:g}, {frame_rcp.bin_high[k]:g})", "flows": int(frame_rcp.flows[k]),
                  "mean_size": mean_size, "tcp_afct_s": float(frame_tcp.afct_s[k]),
-                 "rcp_afct_s": float(frame_rcp.afct_s[k]), "ps_eq3_s": float(frame_rcp.ps_afct_s[k]),
+                 "rcp_afct_s": float(frame_rcp.afct_s[k]), "qcp_afct_s": float(frame_qcp.afct_s[k]),
+                 "ps_eq3_s": float(frame_rcp.ps_afct_s[k]),
                  "ps_sample_s": float(ref_rcp.afct_s[k]),
                  "slow_start_s": float(slow_start_fct(mean_size, RTPD, capacity)),
                  "enough": bool(frame_rcp.flows[k] >= MIN_FLOWS)}
         entry["rcp_over_ps_sample"] = entry["rcp_afct_s"] / entry["ps_sample_s"]
         entry["rcp_over_ps_eq3"] = entry["rcp_afct_s"] / entry["ps_eq3_s"]
+        entry["qcp_over_ps_sample"] = entry["qcp_afct_s"] / entry["ps_sample_s"]
         entry["tcp_over_slow_start"] = entry["tcp_afct_s"] / entry["slow_start_s"]
         csv_rows.append({"load": load, **entry})
         rows.append([entry["bin"], entry["flows"], f"{mean_size:.1f}", f"{entry['tcp_afct_s']:.3f}",
-                     f"{entry['rcp_afct_s']:.3f}", f"{entry['ps_sample_s']:.3f}", f"{entry['ps_eq3_s']:.3f}",
-                     f"{entry['rcp_over_ps_sample']:.2f}", f"{entry['rcp_over_ps_eq3']:.2f}",
+                     f"{entry['rcp_afct_s']:.3f}", f"{entry['qcp_afct_s']:.3f}", f"{entry['ps_sample_s']:.3f}",
+                     f"{entry['ps_eq3_s']:.3f}", f"{entry['rcp_over_ps_sample']:.2f}", f"{entry['rcp_over_ps_eq3']:.2f}",
+                     f"{entry['qcp_over_ps_sample']:.2f}",
                      f"{entry['tcp_over_slow_start']:.2f}", "yes" if entry["enough"] else ""])
-    print(table(["bin (packets)", "flows", "mean L", "TCP", "RCP", "PS sample", "PS eq.3", "RCP/PS sample",
-                 "RCP/PS eq.3", "TCP/slow start", f">= {MIN_FLOWS}"], rows))
-    for name in ("tcp", "rcp"):
+    print(table(["bin (packets)", "flows", "mean L", "TCP", "RCP", "QCP", "PS sample", "PS eq.3", "RCP/PS sample",
+                 "RCP/PS eq.3", "QCP/PS sample", "TCP/slow start", f">= {MIN_FLOWS}"], rows))
+    for name in ("tcp", "rcp", "qcp"):
         s = summary[name]
         print(f"{name}: {s['unfinished']} unfinished, {s['drops']} drops, utilization {s['utilization']:.3f}, "
               f"{s['wall_s']:.1f} s")
@@ -100,6 +105,7 @@ def afct(out: Path, quick: bool, load: float) -> dict:
     size_axis = np.array([r["mean_size"] for r in csv_rows])
     axis.plot(size_axis, [r["tcp_afct_s"] for r in csv_rows], "s-", label="TCP NewReno")
     axis.plot(size_axis, [r["rcp_afct_s"] for r in csv_rows], "o-", label="RCP")
+    axis.plot(size_axis, [r["qcp_afct_s"] for r in csv_rows], "^-", label="QCP")
     axis.plot(size_axis, [r["ps_sample_s"] for r in csv_rows], "k--", label="PS, this sample")
     curve = np.geomspace(max(size_axis.min(), 1.0), size_axis.max(), 100)
     axis.plot(curve, 1.5 * RTPD + curve / (capacity * (1 - load)), "k:", label=f"PS, eq. (3), rho = {load}")

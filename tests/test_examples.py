@@ -57,7 +57,7 @@ def test_packet_fct_quick_run_writes_its_results(tmp_path: Path) -> None:
         assert (tmp_path / name).is_file(), name
     results = json.loads((tmp_path / "results.json").read_text())
     for section in ("rho_0.9", "rho_0.5"):
-        assert results[section]["tcp"]["unfinished"] == 0 and results[section]["rcp"]["unfinished"] == 0
+        assert all(results[section][name]["unfinished"] == 0 for name in ("tcp", "rcp", "qcp"))
     shortest = results["rho_0.5"]["bins"][0]
     # at light load the shortest flows take about the idle time: RCP as PS, TCP its slow start
     assert shortest["rcp_over_ps_sample"] == pytest.approx(1.0, abs=0.1)
