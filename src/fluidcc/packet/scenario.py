@@ -565,6 +565,20 @@ def _keys(data, where: str, allowed: Sequence[str], what: str) -> None:
                              f"no such key in {what}; allowed: {', '.join(allowed)}")
 
 
+def _tagged(data, where: str, tag: str, keys_by_choice: Mapping[str, Sequence[str]], not_a_table: str,
+            what: str) -> str:
+    """Check a table whose key `tag` picks its kind (one of `keys_by_choice`), and that it has no
+    other keys than that kind's; return the kind. `what` names the table in messages, formatted
+    with the kind."""
+    if not isinstance(data, Mapping):
+        raise ParameterError(where, data, not_a_table)
+    choice = data.get(tag, MISSING)
+    if choice not in keys_by_choice:
+        raise ParameterError(f"{where}.{tag}", choice, "one of " + ", ".join(f'"{k}"' for k in keys_by_choice))
+    _keys(data, where, keys_by_choice[choice], what.format(choice))
+    return choice
+
+
 def _time(field: str, value, *, zero: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
         raise ParameterError(field, value, 'a time: seconds, or a string with s, ms or us, e.g. "30s" or "80ms"')
@@ -658,12 +672,8 @@ def _route(data, network: Network) -> int:
 
 
 def _workload(data, network: Network, packet_bytes: int, duration: float, base: Path) -> WorkloadSpec:
-    if not isinstance(data, Mapping):
-        raise ParameterError("workload", data, "a table with kind = " + " or ".join(f'"{k}"' for k in WORKLOAD_KINDS))
-    kind = data.get("kind", MISSING)
-    if kind not in WORKLOAD_KINDS:
-        raise ParameterError("workload.kind", kind, "one of " + ", ".join(f'"{k}"' for k in WORKLOAD_KINDS))
-    _keys(data, "workload", _WORKLOAD_KEYS[kind], f'[workload] with kind = "{kind}"')
+    kind = _tagged(data, "workload", "kind", _WORKLOAD_KEYS,
+                   "a table with kind = " + " or ".join(f'"{k}"' for k in WORKLOAD_KINDS), '[workload] with kind = "{}"')
     seed = _whole("workload.seed", data["seed"], 0) if "seed" in data else None
     if kind == "long_lived":
         if "count" not in data:
@@ -696,12 +706,8 @@ def _workload(data, network: Network, packet_bytes: int, duration: float, base: 
 
 def _sizes(data, packet_bytes: int, base: Path):
     where = "workload.sizes"
-    if not isinstance(data, Mapping):
-        raise ParameterError(where, data, 'an inline table, e.g. { kind = "pareto", shape = 1.2, mean = 25 }')
-    kind = data.get("kind", MISSING)
-    if kind not in SIZE_KINDS:
-        raise ParameterError(f"{where}.kind", kind, "one of " + ", ".join(f'"{k}"' for k in SIZE_KINDS))
-    _keys(data, where, _SIZE_KEYS[kind], f'workload.sizes with kind = "{kind}"')
+    kind = _tagged(data, where, "kind", _SIZE_KEYS, 'an inline table, e.g. { kind = "pareto", shape = 1.2, mean = 25 }',
+                   'workload.sizes with kind = "{}"')
     for key in _SIZE_KEYS[kind]:
         if key not in data and key not in ("file", "name", "directory"):
             raise ParameterError(f"{where}.{key}", MISSING, f'required for kind = "{kind}" '
@@ -748,12 +754,8 @@ def _sizes(data, packet_bytes: int, base: Path):
 def _protocol(data, packet_bytes: int):
     from .protocols import QCP, RCP, TCP, OpenLoop
 
-    if not isinstance(data, Mapping):
-        raise ParameterError("protocol", data, "a table with name = " + " or ".join(f'"{p}"' for p in PROTOCOL_NAMES))
-    name = data.get("name", MISSING)
-    if name not in PROTOCOL_NAMES:
-        raise ParameterError("protocol.name", name, "one of " + ", ".join(f'"{p}"' for p in PROTOCOL_NAMES))
-    _keys(data, "protocol", _PROTOCOL_KEYS[name], f'[protocol] with name = "{name}"')
+    name = _tagged(data, "protocol", "name", _PROTOCOL_KEYS,
+                   "a table with name = " + " or ".join(f'"{p}"' for p in PROTOCOL_NAMES), '[protocol] with name = "{}"')
 
     def number(key):
         return _number(f"protocol.{key}", data[key], lambda x: True, "a number")
