@@ -327,7 +327,8 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
     nic = per_slot[route[:, 0]]  # a source sends at most its first link's packets per slot (its NIC)
     direct = access == 0  # a source whose first link is at the source: its batch is due at once
 
-    def slot(carry, t):
+    def slot(carry, xs):
+        t, draw = xs  # draw: (L,) uniform numbers for this slot's links
         # The calendars are time-major (D, ...): row d holds what is due at slots = d (mod D). A
         # slot first clears its row (read at the end of the previous slot into `now`), then only
         # writes, and reads the next row last: reads after writes keep XLA's updates in place.
@@ -373,8 +374,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         short = here & (share < m)
         cum_short, n_short = _segment_totals(short.astype(COUNT)[order], first, last)
         entries = last - first
-        turn = first + jnp.floor(jax.random.uniform(jax.random.fold_in(link_key, t), (L,))
-                                 * entries).astype(jnp.int32)  # the batch (sorted index) served first
+        turn = first + jnp.floor(draw * entries).astype(jnp.int32)  # the batch (sorted index) served first
         turn = jnp.minimum(turn, jnp.maximum(last - 1, first))
         short_before = _rotated(cum_short, first, turn, link_of, order, inverse, n_short)
         share_total = jax.ops.segment_sum(share, link_of, num_segments=L)
@@ -443,8 +443,13 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         after = jnp.maximum(links["virtual_finish"] - (t + 1), 0.0) * per_slot
         return (cal, acal, now, now_ack, rx, links, counters, proto, router), after
 
+    def draws(times):
+        # the links' random numbers for a run of slots, drawn at once: one generator call per
+        # block, not per slot (a per-slot call was a third of a slot's work on a CPU)
+        return jax.random.uniform(jax.random.fold_in(link_key, times[0]), (times.shape[0], L))
+
     def block(carry, times):
-        carry, backlog = jax.lax.scan(slot, carry, times)
+        carry, backlog = jax.lax.scan(slot, carry, (times, draws(times)))
         observed = protocol.observe(carry[-1], params) if has_router and hasattr(protocol, "observe") else {}
         return carry, {"queue_mean": jnp.mean(backlog, axis=0), "queue_end": backlog[-1],
                        "link_accepted": carry[6]["link_accepted"], "active": _active(carry, flows, times[-1]),
@@ -472,7 +477,8 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
     carry, samples = jax.lax.scan(block, carry, times)
     rest = timing.n_slots - n_blocks * sample_every
     if rest:
-        carry, _ = jax.lax.scan(slot, carry, jnp.arange(n_blocks * sample_every, timing.n_slots, dtype=jnp.int32))
+        tail = jnp.arange(n_blocks * sample_every, timing.n_slots, dtype=jnp.int32)
+        carry, _ = jax.lax.scan(slot, carry, (tail, draws(tail)))
     cal, acal, now, now_ack, rx, links, counters, proto, router = carry
     in_flight = jnp.sum(cal["n"], axis=(0, 2), dtype=COUNT)
     stored = jnp.sum(jnp.where(rx["ooo_s"] < _NONE, rx["ooo_e"] - rx["ooo_s"], 0), axis=1)
