@@ -110,6 +110,19 @@ def test_runs_are_deterministic_per_seed():
     assert not np.array_equal(a.sent.values[0], a.sent.values[1])
 
 
+def test_a_batch_spread_over_the_devices_gives_each_run_what_it_gives_alone():
+    """A batch is laid along the JAX devices (one per core; an odd batch is padded with a copy of
+    its last run, dropped again): each run of a batch of three is the run of its seed alone."""
+    network = _two_links()
+    source = OpenLoop("poisson", [400.0, 900.0, 300.0])
+    batch = simulate(network, source, duration_s=0.5, seeds=[7, 8, 9], slot_s=1e-3)
+    assert batch.sizes["run"] == 3 and batch.seed.values.tolist() == [7, 8, 9]
+    for k, seed in enumerate([7, 8, 9]):
+        alone = simulate(network, source, duration_s=0.5, seeds=[seed], slot_s=1e-3)
+        for name in ("sent", "dropped", "received", "link_dropped", "queue"):
+            assert np.array_equal(batch[name].values[k], alone[name].values[0]), (seed, name)
+
+
 @pytest.mark.parametrize("kwargs, field", [
     ({"duration_s": 0.0}, "duration"), ({"duration_s": 1.0, "slot_s": -1e-3}, "slot"),
     ({"duration_s": 1.0, "seeds": []}, "seeds"), ({"duration_s": 1.0, "seeds": [-1]}, "seeds"),

@@ -104,10 +104,38 @@ def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] 
     every = min(every, timing.n_slots)
 
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
+    batched = getattr(protocol, "batched_params", False)
+    keys, arrays, params, spread = _spread(keys, arrays, params, batched)
     started = time.perf_counter()
     out = jax.device_get(_compiled(protocol, layout, timing, every)(keys, arrays, params))
     wall = time.perf_counter() - started
+    if spread:
+        out = jax.tree_util.tree_map(lambda a: a[: seeds.size], out)
     return _dataset(network, protocol, tables, layout, timing, seeds, every, start_slots, out, wall)
+
+
+def _spread(keys, arrays: Flows, params, batched: bool):
+    """Lay a batch of runs along the JAX devices (one per CPU core, see `fluidcc._jax_setup`; the
+    GPUs on a GPU machine): the runs are independent, so each device simulates its share at once
+    and one compilation serves them all. A batch smaller than the number of devices stays on one;
+    a batch that does not divide evenly is padded with copies of its last run (dropped again
+    afterwards). Returns (keys, arrays, params, padded or spread)."""
+    devices = jax.local_devices()
+    runs = int(keys.shape[0])
+    if len(devices) < 2 or runs < len(devices):
+        return keys, arrays, params, False
+    pad = -runs % len(devices)
+
+    def grown(a):
+        return jnp.concatenate([a, jnp.repeat(a[-1:], pad, axis=0)]) if pad else a
+
+    mesh = jax.sharding.Mesh(np.array(devices), ("run",))
+    along = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("run"))
+    everywhere = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    keys, arrays = jax.device_put(jax.tree_util.tree_map(grown, (keys, arrays)), along)
+    params = (jax.device_put(jax.tree_util.tree_map(grown, params), along) if batched
+              else jax.device_put(params, everywhere))
+    return keys, arrays, params, True
 
 
 _CACHE: dict = {}
