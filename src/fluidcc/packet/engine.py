@@ -322,7 +322,18 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
     source_key, link_key = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
 
     data_fields = ("n", "seq", "sent", "syn", "header")
-    ack_fields = ("n_new", "n_dup", "ack_no", "echo", "syn", "header")
+    # A calendar cell packs its integer fields into one int64 row (one scatter per write, not one
+    # per field: scatters were the largest share of a slot's work), the header fields beside it.
+    data_ints = ("n", "seq", "sent", "syn")
+    ack_ints = ("n_new", "n_dup", "ack_no", "echo", "syn")
+    kinds = {"n": jnp.int32, "seq": COUNT, "sent": jnp.int32, "syn": bool,
+             "n_new": jnp.int32, "n_dup": jnp.int32, "ack_no": COUNT, "echo": jnp.int32}
+
+    def packed(values, names):
+        return jnp.stack([values[k].astype(COUNT) for k in names], axis=-1)
+
+    def unpacked(row, names):
+        return {k: row[..., i].astype(kinds[k]) for i, k in enumerate(names)}
     zero_flows = jnp.zeros(F, jnp.int32)
     nic = per_slot[route[:, 0]]  # a source sends at most its first link's packets per slot (its NIC)
     direct = access == 0  # a source whose first link is at the source: its batch is due at once
@@ -334,9 +345,8 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         # writes, and reads the next row last: reads after writes keep XLA's updates in place.
         cal, acal, now, now_ack, rx, links, counters, proto, router = carry
         col = t % D
-        cal = {**cal, "n": cal["n"].at[col].set(0), "syn": cal["syn"].at[col].set(False)}
-        acal = {**acal, "n_new": acal["n_new"].at[col].set(0), "n_dup": acal["n_dup"].at[col].set(0),
-                "syn": acal["syn"].at[col].set(False)}
+        cal = {**cal, "ints": cal["ints"].at[col].set(0)}
+        acal = {**acal, "ints": acal["ints"].at[col].set(0)}
         # 1. acknowledgements reach the sources
         acks = Acks(**now_ack)
         # 2. the sources send: one batch (or SYN) each, due at the first link after the access delay
@@ -350,7 +360,8 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
                  "header": send.header.reshape(F, K)}
         later = going & ~direct
         due0 = (t + access) % D
-        cal = {k: _put(cal[k], (due0, rows, zero_flows), later, batch[k]) for k in data_fields}
+        cal = {"ints": _put(cal["ints"], (due0, rows, zero_flows), later, packed(batch, data_ints)),
+               "header": _put(cal["header"], (due0, rows, zero_flows), later, batch["header"])}
         now = {k: now[k].at[:, 0].set(jnp.where(going & direct, batch[k], now[k][:, 0]) if k != "header" else
                                       jnp.where((going & direct)[:, None], batch[k], now[k][:, 0]))
                for k in data_fields}
@@ -407,7 +418,8 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         hop_batch = {"n": accepted.astype(jnp.int32), "seq": seq[:, :H].reshape(-1), "sent": sent[:, :H].reshape(-1),
                      "syn": hsyn, "header": hheader}
         where = (due % D, flat_flow, next_stage)
-        cal = {k: _put(cal[k], where, moving, hop_batch[k]) for k in data_fields}
+        cal = {"ints": _put(cal["ints"], where, moving, packed(hop_batch, data_ints)),
+               "header": _put(cal["header"], where, moving, hop_batch["header"])}
         dropped_f = jnp.sum((m - accepted).reshape(F, H), axis=1)
         # 4. the receivers
         rn = n[rows, length].astype(COUNT)
@@ -418,7 +430,8 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         answer = got | rsyn
         ack = {"n_new": n_new.astype(jnp.int32), "n_dup": n_dup.astype(jnp.int32), "ack_no": rcv,
                "echo": sent[rows, length], "syn": rsyn, "header": header[rows, length]}
-        acal = {k: _put(acal[k], ((t + back) % D, rows), answer, ack[k]) for k in ack_fields}
+        acal = {"ints": _put(acal["ints"], ((t + back) % D, rows), answer, packed(ack, ack_ints)),
+                "header": _put(acal["header"], ((t + back) % D, rows), answer, ack["header"])}
         done = (counters["finished"] < 0) & (rcv >= flows.size)
         rx = {"rcv_nxt": rcv, "ooo_s": ooo_s, "ooo_e": ooo_e}
         counters = {
@@ -436,8 +449,8 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         }
         # 5. what is due next slot (read last; cells without a batch read as n = 0, syn = False)
         following = (t + 1) % D
-        now = {k: cal[k][following] for k in data_fields}
-        now_ack = {k: acal[k][following] for k in ack_fields}
+        now = {**unpacked(cal["ints"][following], data_ints), "header": cal["header"][following]}
+        now_ack = {**unpacked(acal["ints"][following], ack_ints), "header": acal["header"][following]}
         now_ack["echo"] = jnp.where((now_ack["n_new"] + now_ack["n_dup"] > 0) | now_ack["syn"], now_ack["echo"], -1)
         # packets not yet served at the end of the slot (time t + 1), the one in service included
         after = jnp.maximum(links["virtual_finish"] - (t + 1), 0.0) * per_slot
@@ -455,14 +468,11 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
                        "link_accepted": carry[6]["link_accepted"], "active": _active(carry, flows, times[-1]),
                        **observed}
 
-    cal = {"n": jnp.zeros((D, F, S), jnp.int32), "seq": jnp.zeros((D, F, S), COUNT),
-           "sent": jnp.zeros((D, F, S), jnp.int32), "syn": jnp.zeros((D, F, S), bool),
-           "header": jnp.zeros((D, F, S, K))}
-    acal = {"n_new": jnp.zeros((D, F), jnp.int32), "n_dup": jnp.zeros((D, F), jnp.int32),
-            "ack_no": jnp.zeros((D, F), COUNT), "echo": jnp.full((D, F), -1, jnp.int32),
-            "syn": jnp.zeros((D, F), bool), "header": jnp.zeros((D, F, K))}
-    now = {k: v[0] for k, v in cal.items()}
-    now_ack = {k: v[0] for k, v in acal.items()}
+    cal = {"ints": jnp.zeros((D, F, S, len(data_ints)), COUNT), "header": jnp.zeros((D, F, S, K))}
+    acal = {"ints": jnp.zeros((D, F, len(ack_ints)), COUNT), "header": jnp.zeros((D, F, K))}
+    now = {**unpacked(cal["ints"][0], data_ints), "header": cal["header"][0]}
+    now_ack = {**unpacked(acal["ints"][0], ack_ints), "header": acal["header"][0]}
+    now_ack["echo"] = jnp.full(F, -1, jnp.int32)
     rx = {"rcv_nxt": jnp.zeros(F, COUNT), "ooo_s": jnp.full((F, OOO_RANGES), _NONE, COUNT),
           "ooo_e": jnp.full((F, OOO_RANGES), _NONE, COUNT)}
     links = {"credit": jnp.zeros(F), "virtual_finish": jnp.zeros(L), "last_due": jnp.full((F, S), -1, jnp.int32)}
@@ -480,7 +490,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         tail = jnp.arange(n_blocks * sample_every, timing.n_slots, dtype=jnp.int32)
         carry, _ = jax.lax.scan(slot, carry, (tail, draws(tail)))
     cal, acal, now, now_ack, rx, links, counters, proto, router = carry
-    in_flight = jnp.sum(cal["n"], axis=(0, 2), dtype=COUNT)
+    in_flight = jnp.sum(cal["ints"][..., 0], axis=(0, 2), dtype=COUNT)
     stored = jnp.sum(jnp.where(rx["ooo_s"] < _NONE, rx["ooo_e"] - rx["ooo_s"], 0), axis=1)
     return {**counters, "in_flight": in_flight, "received": rx["rcv_nxt"], "stored": stored,
             "samples": samples, "protocol": proto, "router": router}
