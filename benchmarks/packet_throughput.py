@@ -116,7 +116,7 @@ def main() -> int:
         print(f"(b) batch of {args.batch} (25-75 flows): {forwarded_b:.0f} packets forwarded in {wall_b:.2f} s = "
               f"{forwarded_b / wall_b:,.0f} packets/s")
     ours = measures(run, args.duration)
-    print(f"fluidcc, 50 flows, mean over {len(seeds)} seeds: " + ", ".join(f"{k} {v:.4g}" for k, v in ours.items()))
+    print(f"fluidcc, 50 flows, mean over {len(seeds)} seeds: " + ", ".join(f"{k} {v:.6g}" for k, v in ours.items()))
     if args.ns3:
         results = [run_ns3(50, s, args.duration) for s in seeds]
         theirs = {"utilization": np.mean([r["utilization"] for r in results]),
@@ -126,7 +126,7 @@ def main() -> int:
                   "drops_per_loss_event": np.mean([r["packets_dropped"] / max(r["recoveries"] + r["timeouts"], 1)
                                                    for r in results])}
         ns3_rate = np.mean([r["packets_forwarded"] / r["wall_s"] for r in results])
-        print(f"ns-3, 50 flows, mean over {len(seeds)} seeds: " + ", ".join(f"{k} {v:.4g}" for k, v in theirs.items())
+        print(f"ns-3, 50 flows, mean over {len(seeds)} seeds: " + ", ".join(f"{k} {v:.6g}" for k, v in theirs.items())
               + f"; {ns3_rate:,.0f} packets/s (wall {np.mean([r['wall_s'] for r in results]):.1f} s per run)")
         batch_ratio = f"{forwarded_b / wall_b / ns3_rate:.1f}x" if wall_b else "not run"
         print(f"ratio (a) {forwarded / wall_one / ns3_rate:.1f}x, (b) {batch_ratio}; "

@@ -3,8 +3,10 @@
 Time advances in slots of `slot_s` seconds (default: one packet transmission time at the fastest
 link; coarser slots are allowed and keep whole-packet accounting). One `lax.scan` step handles one
 slot for every flow and link at once, and a batch of independent runs (seeds) is a `vmap` of the
-whole scan, so the same code runs on a GPU. The work of a slot grows with the number of flows and
-hops, not with the packets in flight.
+whole scan, so the same code runs on a GPU (`simulate` shards the batch along the JAX devices: the
+CPU cores here, the GPUs there). The work of a slot grows with the number of flows and hops, not
+with the packets in flight. The links' random numbers (the turn below) are drawn for a block of
+slots at once.
 
 **Batches.** In each slot a source sends at most one *batch*: a run of consecutive sequence
 numbers [seq, seq + n) (new data, or a retransmission), or a SYN (no data). Every link is FIFO and
