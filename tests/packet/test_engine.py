@@ -111,16 +111,39 @@ def test_runs_are_deterministic_per_seed():
 
 
 def test_a_batch_spread_over_the_devices_gives_each_run_what_it_gives_alone():
-    """A batch is laid along the JAX devices (one per core; an odd batch is padded with a copy of
-    its last run, dropped again): each run of a batch of three is the run of its seed alone."""
-    network = _two_links()
-    source = OpenLoop("poisson", [400.0, 900.0, 300.0])
-    batch = simulate(network, source, duration_s=0.5, seeds=[7, 8, 9], slot_s=1e-3)
-    assert batch.sizes["run"] == 3 and batch.seed.values.tolist() == [7, 8, 9]
-    for k, seed in enumerate([7, 8, 9]):
-        alone = simulate(network, source, duration_s=0.5, seeds=[seed], slot_s=1e-3)
-        for name in ("sent", "dropped", "received", "link_dropped", "queue"):
-            assert np.array_equal(batch[name].values[k], alone[name].values[0]), (seed, name)
+    """A batch is laid along the JAX devices (one per core; a batch that does not divide evenly is
+    padded with a copy of its last run, dropped again): each run of a batch one longer than the
+    number of devices is the run of its seed alone, in every variable, the routers' and sources'
+    included (RCP on a link that overflows, so the links' random turns matter)."""
+    import jax
+
+    from fluidcc.packet._run import _spread
+    from fluidcc.packet.protocols import RCP
+
+    seeds = list(range(7, 7 + len(jax.local_devices()) + 1))
+    keys = jax.vmap(jax.random.PRNGKey)(np.asarray(seeds, dtype=np.uint32))
+    assert _spread(keys, (), (), False)[3] == (len(jax.local_devices()) > 1)
+    network = Network((Link("l", 1000.0, 0.01, buffer_packets=5),), (Flow("f", ("l",)),))
+    flows = FlowTable([0.0, 0.0, 0.1, 0.2], np.full(4, np.inf))
+    batch = simulate(network, RCP(), flows, duration_s=1.0, slot_s=1e-3, seeds=seeds)
+    assert batch.sizes["run"] == len(seeds) and batch.seed.values.tolist() == seeds
+    assert batch.link_dropped.values.min() > 0
+    for k, seed in enumerate(seeds):
+        alone = simulate(network, RCP(), flows, duration_s=1.0, slot_s=1e-3, seeds=[seed])
+        for name, values in batch.data_vars.items():
+            assert np.array_equal(values.values[k], alone[name].values[0], equal_nan=True), (seed, name)
+
+
+def test_a_run_does_not_depend_on_how_often_it_is_sampled():
+    """The links' random turns are a hash of the seed, the slot and the link: recording the time
+    series more or less often does not change what happens."""
+    network = Network((Link("l", 4000.0, 0.001, buffer_packets=8),), (Flow("a", ("l",)), Flow("b", ("l",))))
+    source = OpenLoop("constant", [5000.0, 3000.0])
+    runs = [simulate(network, source, duration_s=0.3, slot_s=1e-3, sample_s=every, seeds=[4]) for every in (0.01, 0.3)]
+    assert runs[0].dropped.values.sum() > 0
+    for name in ("sent", "dropped", "received", "link_dropped", "link_accepted"):
+        assert np.array_equal(runs[0][name].values, runs[1][name].values), name
+    assert np.allclose(runs[0].queue_mean.values, runs[1].queue_mean.values, rtol=1e-12)  # means of other blocks
 
 
 @pytest.mark.parametrize("kwargs, field", [

@@ -5,8 +5,8 @@ link; coarser slots are allowed and keep whole-packet accounting). One `lax.scan
 slot for every flow and link at once, and a batch of independent runs (seeds) is a `vmap` of the
 whole scan, so the same code runs on a GPU (`simulate` shards the batch along the JAX devices: the
 CPU cores here, the GPUs there). The work of a slot grows with the number of flows and hops, not
-with the packets in flight. The links' random numbers (the turn below) are drawn for a block of
-slots at once.
+with the packets in flight. The links' random numbers (the turn below) are a hash of the run's
+key, the slot and the link (`_hashed_uniform`): the same for a seed whatever the run records.
 
 **Batches.** In each slot a source sends at most one *batch*: a run of consecutive sequence
 numbers [seq, seq + n) (new data, or a retransmission), or a SYN (no data). Every link is FIFO and
@@ -249,6 +249,27 @@ def _segment_totals(values_sorted, first, last):
     return cum, totals
 
 
+def _mix(x):
+    """A bijective 32-bit integer mixer (the finalizer of MurmurHash3; constants of the algorithm)."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = x * jnp.uint32(0xC2B2AE35)
+    return x ^ (x >> 16)
+
+
+def _hashed_uniform(bits, t, n):
+    """n uniform numbers in [0, 1) for slot t, a hash of the run's key bits, the slot and the index:
+    the same for a given seed and slot whatever else the run does or records, and element-wise, so
+    cheap in every slot (a `jax.random` call per slot is a small loop of its own, a fifth to a third
+    of a slot's work on a CPU)."""
+    lane = jnp.arange(n, dtype=jnp.uint32)
+    x = _mix(bits[0] ^ (t.astype(jnp.uint32) * jnp.uint32(0x9E3779B9)))
+    x = _mix(x ^ bits[1] ^ (lane * jnp.uint32(0x632BE5AB)))
+    x = _mix(x + lane)
+    return (x >> 8).astype(jnp.float64) * (1.0 / (1 << 24))
+
+
 def _rotated(cum, first, turn, link_of, order, inverse, total):
     """Per entry (flat order): the sum of the entries of its link that come before it in a turn
     that starts at sorted index `turn` of the link (cum: the link-sorted cumulative sums)."""
@@ -340,8 +361,9 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
     nic = per_slot[route[:, 0]]  # a source sends at most its first link's packets per slot (its NIC)
     direct = access == 0  # a source whose first link is at the source: its batch is due at once
 
-    def slot(carry, xs):
-        t, draw = xs  # draw: (L,) uniform numbers for this slot's links
+    link_bits = jax.random.key_data(link_key).reshape(-1)[:2].astype(jnp.uint32)
+
+    def slot(carry, t):
         # The calendars are time-major (D, ...): row d holds what is due at slots = d (mod D). A
         # slot first clears its row (read at the end of the previous slot into `now`), then only
         # writes, and reads the next row last: reads after writes keep XLA's updates in place.
@@ -387,6 +409,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         short = here & (share < m)
         cum_short, n_short = _segment_totals(short.astype(COUNT)[order], first, last)
         entries = last - first
+        draw = _hashed_uniform(link_bits, t, L)
         turn = first + jnp.floor(draw * entries).astype(jnp.int32)  # the batch (sorted index) served first
         turn = jnp.minimum(turn, jnp.maximum(last - 1, first))
         short_before = _rotated(cum_short, first, turn, link_of, order, inverse, n_short)
@@ -458,13 +481,8 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         after = jnp.maximum(links["virtual_finish"] - (t + 1), 0.0) * per_slot
         return (cal, acal, now, now_ack, rx, links, counters, proto, router), after
 
-    def draws(times):
-        # the links' random numbers for a run of slots, drawn at once: one generator call per
-        # block, not per slot (a per-slot call was a third of a slot's work on a CPU)
-        return jax.random.uniform(jax.random.fold_in(link_key, times[0]), (times.shape[0], L))
-
     def block(carry, times):
-        carry, backlog = jax.lax.scan(slot, carry, (times, draws(times)))
+        carry, backlog = jax.lax.scan(slot, carry, times)
         observed = protocol.observe(carry[-1], params) if has_router and hasattr(protocol, "observe") else {}
         return carry, {"queue_mean": jnp.mean(backlog, axis=0), "queue_end": backlog[-1],
                        "link_accepted": carry[6]["link_accepted"], "active": _active(carry, flows, times[-1]),
@@ -489,8 +507,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
     carry, samples = jax.lax.scan(block, carry, times)
     rest = timing.n_slots - n_blocks * sample_every
     if rest:
-        tail = jnp.arange(n_blocks * sample_every, timing.n_slots, dtype=jnp.int32)
-        carry, _ = jax.lax.scan(slot, carry, (tail, draws(tail)))
+        carry, _ = jax.lax.scan(slot, carry, jnp.arange(n_blocks * sample_every, timing.n_slots, dtype=jnp.int32))
     cal, acal, now, now_ack, rx, links, counters, proto, router = carry
     in_flight = jnp.sum(cal["ints"][..., 0], axis=(0, 2), dtype=COUNT)
     stored = jnp.sum(jnp.where(rx["ooo_s"] < _NONE, rx["ooo_e"] - rx["ooo_s"], 0), axis=1)
