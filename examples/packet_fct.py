@@ -65,14 +65,18 @@ def afct(out: Path, quick: bool, load: float) -> dict:
         fct = result.fct.values[0]
         frame = afct_by_size(sizes, fct, min_flows=MIN_FLOWS, capacity_pps=capacity, load=load, rtpd_s=RTPD)
         reference = afct_by_size(sizes, np.where(np.isfinite(fct), sample_ps, np.nan), min_flows=MIN_FLOWS)
-        columns[name] = (frame, reference)
+        # slow start: each finished flow's own curve, averaged per bin like its FCT (the curve at a
+        # bin's mean size would miss that its ceil(log2) steps up inside the bin)
+        own = afct_by_size(sizes, np.where(np.isfinite(fct), slow_start_fct(sizes, RTPD, capacity), np.nan),
+                           min_flows=MIN_FLOWS)
+        columns[name] = (frame, reference, own)
         summary[name] = {"unfinished": int(np.sum(~np.isfinite(fct))), "drops": int(result.dropped.sum()),
                          "utilization": float(result.link_accepted.sum() / (capacity * (arrivals + 20.0))),
                          "wall_s": float(result.attrs["wall_s"])}
     rows, csv_rows = [], []
-    frame_tcp, _ = columns["tcp"]
-    frame_rcp, ref_rcp = columns["rcp"]
-    frame_qcp, _ = columns["qcp"]
+    frame_tcp, _, slow_start = columns["tcp"]
+    frame_rcp, ref_rcp, _ = columns["rcp"]
+    frame_qcp, _, _ = columns["qcp"]
     for k in range(len(frame_rcp)):
         if frame_rcp.flows[k] == 0:
             continue
@@ -82,7 +86,7 @@ def afct(out: Path, quick: bool, load: float) -> dict:
                  "rcp_afct_s": float(frame_rcp.afct_s[k]), "qcp_afct_s": float(frame_qcp.afct_s[k]),
                  "ps_eq3_s": float(frame_rcp.ps_afct_s[k]),
                  "ps_sample_s": float(ref_rcp.afct_s[k]),
-                 "slow_start_s": float(slow_start_fct(mean_size, RTPD, capacity)),
+                 "slow_start_s": float(slow_start.afct_s[k]),
                  "enough": bool(frame_rcp.flows[k] >= MIN_FLOWS)}
         entry["rcp_over_ps_sample"] = entry["rcp_afct_s"] / entry["ps_sample_s"]
         entry["rcp_over_ps_eq3"] = entry["rcp_afct_s"] / entry["ps_eq3_s"]

@@ -43,18 +43,21 @@ def test_rcp_afct_is_within_15_percent_of_processor_sharing(load):
 @pytest.mark.slow
 def test_tcp_short_flows_follow_slow_start():
     """At rho = 0.5 the queue stays short, and TCP's short flows that lose no packet take their slow
-    start's time: AFCT within 15 % of [ceil(log2(L/2 + 1)) + 1/2] RTPD + L/C at the bin's mean size
-    (above it: some queueing). A short flow that loses a packet cannot collect three duplicate ACKs
-    and waits for its retransmission timeout, which the curve does not describe: 1.3 % of the flows
-    here (measured: with them, the smallest bin is 1.16 times the curve; without, 1.14)."""
+    start's time: in every bin with 200 such flows, their AFCT within 15 % of the mean of their own
+    slow-start curves, [ceil(log2(L/2 + 1)) + 1/2] RTPD + L/C (above it: some queueing). Each flow
+    against its own curve: the curve at a bin's mean size misses that ceil(log2) steps up inside
+    the bin (a flow of 7 packets needs three rounds, one of 5.8 two), which made the smallest bin
+    look 8-10 % slower than it is. A short flow that loses a packet cannot collect three duplicate
+    ACKs and waits for its retransmission timeout, which the curve does not describe (1-3 % of the
+    flows here, depending on the links' random draws)."""
     run, _ = _run(TCP(), 0.5)
     lossless = run.dropped.values[0] == 0
     assert 0.9 < lossless.mean() < 1.0  # drops happen, to a few flows
-    flows = PoissonArrivals.for_load(0.5, Pareto(1.2, 25.0), CAPACITY, duration_s=ARRIVALS, seed=1).table()
-    frame = afct_by_size(flows.size_packets, np.where(lossless, run.fct.values[0], np.nan), min_flows=200,
-                         capacity_pps=CAPACITY, load=0.5, rtpd_s=RTPD)
-    bins = frame[frame.enough]
-    assert len(bins) >= 3
-    curve = slow_start_fct(bins.mean_size_packets.to_numpy(), RTPD, CAPACITY)
-    ratio = bins.afct_s.to_numpy() / curve
-    assert np.all((ratio >= 0.95) & (ratio <= 1.15)), bins
+    sizes = PoissonArrivals.for_load(0.5, Pareto(1.2, 25.0), CAPACITY, duration_s=ARRIVALS, seed=1).table().size_packets
+    fct = np.where(lossless, run.fct.values[0], np.nan)
+    frame = afct_by_size(sizes, fct, min_flows=200)
+    curve = afct_by_size(sizes, np.where(np.isfinite(fct), slow_start_fct(sizes, RTPD, CAPACITY), np.nan), min_flows=200)
+    enough = frame.enough.to_numpy()
+    assert enough.sum() >= 3
+    ratio = frame.afct_s.to_numpy()[enough] / curve.afct_s.to_numpy()[enough]
+    assert np.all((ratio >= 0.95) & (ratio <= 1.15)), ratio
