@@ -352,11 +352,16 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
     kinds = {"n": jnp.int32, "seq": COUNT, "sent": jnp.int32, "syn": bool,
              "n_new": jnp.int32, "n_dup": jnp.int32, "ack_no": COUNT, "echo": jnp.int32}
 
-    def packed(values, names):
-        return jnp.stack([values[k].astype(COUNT) for k in names], axis=-1)
+    def write(calendar, index, valid, values, names):
+        """Put `values` (a dict over `names` and "header") into the cells at `index` where valid."""
+        ints = jnp.stack([values[k].astype(COUNT) for k in names], axis=-1)
+        return {"ints": _put(calendar["ints"], index, valid, ints),
+                "header": _put(calendar["header"], index, valid, values["header"])}
 
-    def unpacked(row, names):
-        return {k: row[..., i].astype(kinds[k]) for i, k in enumerate(names)}
+    def read(calendar, row, names):
+        """The cells of calendar row `row`, as a dict over `names` and "header"."""
+        ints = calendar["ints"][row]
+        return {**{k: ints[..., i].astype(kinds[k]) for i, k in enumerate(names)}, "header": calendar["header"][row]}
     zero_flows = jnp.zeros(F, jnp.int32)
     nic = per_slot[route[:, 0]]  # a source sends at most its first link's packets per slot (its NIC)
     direct = access == 0  # a source whose first link is at the source: its batch is due at once
@@ -384,8 +389,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
                  "header": send.header.reshape(F, K)}
         later = going & ~direct
         due0 = (t + access) % D
-        cal = {"ints": _put(cal["ints"], (due0, rows, zero_flows), later, packed(batch, data_ints)),
-               "header": _put(cal["header"], (due0, rows, zero_flows), later, batch["header"])}
+        cal = write(cal, (due0, rows, zero_flows), later, batch, data_ints)
         now = {k: now[k].at[:, 0].set(jnp.where(going & direct, batch[k], now[k][:, 0]) if k != "header" else
                                       jnp.where((going & direct)[:, None], batch[k], now[k][:, 0]))
                for k in data_fields}
@@ -443,8 +447,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         hop_batch = {"n": accepted.astype(jnp.int32), "seq": seq[:, :H].reshape(-1), "sent": sent[:, :H].reshape(-1),
                      "syn": hsyn, "header": hheader}
         where = (due % D, flat_flow, next_stage)
-        cal = {"ints": _put(cal["ints"], where, moving, packed(hop_batch, data_ints)),
-               "header": _put(cal["header"], where, moving, hop_batch["header"])}
+        cal = write(cal, where, moving, hop_batch, data_ints)
         dropped_f = jnp.sum((m - accepted).reshape(F, H), axis=1)
         # 4. the receivers
         rn = n[rows, length].astype(COUNT)
@@ -455,8 +458,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         answer = got | rsyn
         ack = {"n_new": n_new.astype(jnp.int32), "n_dup": n_dup.astype(jnp.int32), "ack_no": rcv,
                "echo": sent[rows, length], "syn": rsyn, "header": header[rows, length]}
-        acal = {"ints": _put(acal["ints"], ((t + back) % D, rows), answer, packed(ack, ack_ints)),
-                "header": _put(acal["header"], ((t + back) % D, rows), answer, ack["header"])}
+        acal = write(acal, ((t + back) % D, rows), answer, ack, ack_ints)
         done = (counters["finished"] < 0) & (rcv >= flows.size)
         rx = {"rcv_nxt": rcv, "ooo_s": ooo_s, "ooo_e": ooo_e}
         counters = {
@@ -474,8 +476,8 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         }
         # 5. what is due next slot (read last; cells without a batch read as n = 0, syn = False)
         following = (t + 1) % D
-        now = {**unpacked(cal["ints"][following], data_ints), "header": cal["header"][following]}
-        now_ack = {**unpacked(acal["ints"][following], ack_ints), "header": acal["header"][following]}
+        now = read(cal, following, data_ints)
+        now_ack = read(acal, following, ack_ints)
         now_ack["echo"] = jnp.where((now_ack["n_new"] + now_ack["n_dup"] > 0) | now_ack["syn"], now_ack["echo"], -1)
         # packets not yet served at the end of the slot (time t + 1), the one in service included
         after = jnp.maximum(links["virtual_finish"] - (t + 1), 0.0) * per_slot
@@ -490,8 +492,8 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
 
     cal = {"ints": jnp.zeros((D, F, S, len(data_ints)), COUNT), "header": jnp.zeros((D, F, S, K))}
     acal = {"ints": jnp.zeros((D, F, len(ack_ints)), COUNT), "header": jnp.zeros((D, F, K))}
-    now = {**unpacked(cal["ints"][0], data_ints), "header": cal["header"][0]}
-    now_ack = {**unpacked(acal["ints"][0], ack_ints), "header": acal["header"][0]}
+    now = read(cal, 0, data_ints)
+    now_ack = read(acal, 0, ack_ints)
     now_ack["echo"] = jnp.full(F, -1, jnp.int32)
     rx = {"rcv_nxt": jnp.zeros(F, COUNT), "ooo_s": jnp.full((F, OOO_RANGES), _NONE, COUNT),
           "ooo_e": jnp.full((F, OOO_RANGES), _NONE, COUNT)}
