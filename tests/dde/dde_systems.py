@@ -51,6 +51,9 @@ class Hutchinson(DDESystem):
     def vector_field(self, t, x, x_delayed, params):
         return params["r"] * x * (1.0 - x_delayed[0])
 
+    def linear_form(self, t, x_delayed, params):
+        return params["r"] * (1.0 - x_delayed), jnp.zeros(1)
+
 
 @dataclass(frozen=True)
 class Quadratic(DDESystem):
@@ -99,6 +102,9 @@ class Growth(DDESystem):
         # The generic form computes g x / x, which is inf / inf = NaN once x overflows.
         return jnp.where(log_mask, params["g"], params["g"] * z)
 
+    def linear_form(self, t, x_delayed, params):
+        return jnp.full(1, params["g"]), jnp.zeros(1)
+
 
 @dataclass(frozen=True)
 class SquareRootOfPast(DDESystem):
@@ -118,6 +124,32 @@ class SquareRootOfPast(DDESystem):
 
     def vector_field(self, t, x, x_delayed, params):
         return jnp.sqrt(x_delayed[0]) - 3.0 + 0.0 * params["unused"]
+
+    def linear_form(self, t, x_delayed, params):
+        return jnp.zeros(1), jnp.sqrt(x_delayed) - 3.0 + 0.0 * params["unused"]
+
+
+@dataclass(frozen=True)
+class SingleDelay(DDESystem):
+    """x'(t) = -a x(t - tau), x = 1 on [-tau, 0]; params {"a", "tau"}. With tau = 1 the solution
+    is `exact_single_delay`; in the `linear_form` the delayed state is the forcing."""
+
+    name: str = "single-delay"
+
+    def state_size(self, params):
+        return 1
+
+    def delays(self, params):
+        return jnp.reshape(params["tau"], (1,))
+
+    def history(self, t, params):
+        return jnp.ones(1)
+
+    def vector_field(self, t, x, x_delayed, params):
+        return -params["a"] * x_delayed[0]
+
+    def linear_form(self, t, x_delayed, params):
+        return jnp.zeros(1), -params["a"] * x_delayed
 
 
 def exact_single_delay(a: float, t: np.ndarray) -> np.ndarray:

@@ -25,6 +25,12 @@ def test_base_point_matches_the_scipy_reference_at_every_save_point():
     assert relative.max() <= 1e-6, relative.max()
     assert ref.ys[0, :, 0].max() > 50 * 1670  # the spike is there, and was matched
     np.testing.assert_allclose(fast.ys[0, -1, 0], 1670.0, rtol=1e-9)  # Theorem 1: w* = 1670
+    # the exponential Chebyshev method of steps, on the same save points (three of four between nodes)
+    cheb = solve(MIAIMDAggregate(), params, 200 * 0.08, times, method="chebyshev", rtol=1e-8)
+    assert cheb.status[0] == Status.OK
+    relative = np.abs(cheb.ys[0, :, 0] / ref.ys[0, :, 0] - 1)
+    assert relative.max() <= 1e-6, relative.max()
+    np.testing.assert_allclose(cheb.ys[0, -1, 0], 1670.0, rtol=1e-9)
 
 
 def test_theorem1_equilibrium_closed_form():

@@ -4,6 +4,10 @@
   - "rk4": fixed-step RK4 by the method of steps with cubic Hermite interpolation of delayed
     states (order 4), jitted and vmapped with JAX, chunked over the batch; optional per-point
     refinement to a tolerance (`rtol`). The production solver.
+  - "chebyshev": for models linear in their current state with one delay
+    (`DDESystem.linear_form`): on each delay interval, variation of constants with spectral
+    (Chebyshev-Lobatto) quadrature, the delayed state read at the same nodes one delay back;
+    optional per-point refinement (more nodes, then more pieces per delay) to a tolerance.
   - "scipy": the reference. SciPy's DOP853 by the method of steps, rtol 1e-11, one point at a
     time; its error is about 1e-10 relative. For tests and benchmarks.
   - "ddeint": the `ddeint` package, for comparison only. It reads delayed values from an

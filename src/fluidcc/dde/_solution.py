@@ -35,11 +35,12 @@ class Solution:
     status: `Status` code per point, shape (B,).
     messages: a sentence per point ('' when ok), shape (B,).
     state_names: the name of each of the n components.
-    method: the solver that produced it ("rk4", "scipy", "ddeint").
+    method: the solver that produced it ("rk4", "chebyshev", "scipy", "ddeint").
     steps_per_delay: the resolution each point was integrated at (rk4 only), shape (B,).
-    error_estimate: estimated max error per point (rk4 with rtol: log components in relative
-        terms, others relative to their largest magnitude), shape (B,), else None.
-    info: timing and configuration of the run.
+    error_estimate: estimated max error per point (rk4 or chebyshev with rtol: log components in
+        relative terms, others relative to their largest magnitude), shape (B,), else None.
+    info: timing and configuration of the run (chebyshev: the pieces per delay and nodes each
+        point was integrated at, "pieces_per_delay" and "nodes", shape (B,)).
     """
 
     ts: np.ndarray

@@ -16,7 +16,7 @@ from ._rk4 import KernelShape, history_chunks, launch_kernel, plan_saves
 from ._solution import Solution, Status, status_message
 from ._system import DDESystem
 
-METHODS = ("rk4", "scipy", "ddeint")
+METHODS = ("rk4", "chebyshev", "scipy", "ddeint")
 
 #: Default number of points integrated together; bounds memory for any batch size.
 DEFAULT_BATCH_CHUNK = 1024
@@ -93,6 +93,9 @@ def solve(
     steps_per_delay: int = 64,
     rtol: float | None = None,
     max_steps_per_delay: int = 4096,
+    pieces_per_delay: int = 1,
+    nodes: int = 16,
+    max_pieces_per_delay: int = 256,
     log_space: bool = True,
     batch_chunk: int = DEFAULT_BATCH_CHUNK,
     progress: Callable[[int, int], None] | None = None,
@@ -106,14 +109,22 @@ def solve(
     t_final: end time in seconds, scalar or shape (B,).
     save_times: times to save in seconds, shape (S,) shared or (B, S) per point, sorted, within
         [0, t_final]; None saves the final state only.
-    method: "rk4" (the JAX engine), "scipy" (the SciPy reference: DOP853 by the method of steps,
-        rtol 1e-11; slow, for tests and benchmarks) or "ddeint" (kept for comparison only).
+    method: "rk4" (the JAX engine), "chebyshev" (the JAX exponential Chebyshev method of steps,
+        for models linear in the current state with one delay, see `fluidcc.dde._chebyshev`),
+        "scipy" (the SciPy reference: DOP853 by the method of steps, rtol 1e-11; slow, for tests
+        and benchmarks) or "ddeint" (kept for comparison only).
     steps_per_delay: RK4 steps per smallest delay (the step is h = tau_min / steps_per_delay);
         raised (to a power of two) where the model's `max_step` asks for a smaller step.
     rtol: if given, each point is also integrated at half the resolution, and points whose
         estimated error exceeds rtol are integrated again at twice the resolution, up to
         `max_steps_per_delay`. The estimate is |z_M - z_{M/2}| / 15 (Richardson, order 4),
         in relative terms (log components) or relative to the component's largest magnitude.
+    pieces_per_delay, nodes: "chebyshev" only: each delay interval is cut into this many pieces
+        of `nodes` Chebyshev-Lobatto nodes (nodes >= 4). With rtol, the refinement first adds
+        nodes (by 8, up to 32), then doubles the pieces up to `max_pieces_per_delay`, per point,
+        until two successive resolutions agree to rtol (relative, component by component for
+        positive components, else relative to the component's largest magnitude); the finer
+        solution is kept.
     log_space: integrate the components the model marks positive as log x.
     batch_chunk: the most points integrated together. The batch is cut into chunks of a power
         of two points (smaller at high resolution, so a chunk's arrays stay in the CPU cache),
@@ -144,6 +155,10 @@ def solve(
             ys, status, messages = solve_ddeint(system, params, t_final_arr, grid, log_space=log_space)
         return Solution(grid, ys, status, messages, names, method,
                         info={"wall_s": time.perf_counter() - started})
+
+    if method == "chebyshev":
+        return _solve_chebyshev(system, params, size, t_final_arr, grid, names, rtol, pieces_per_delay, nodes,
+                                max_pieces_per_delay, batch_chunk, progress, started)
 
     _check_resolution("steps_per_delay", steps_per_delay)
     _check_resolution("max_steps_per_delay", max_steps_per_delay)
@@ -183,6 +198,49 @@ def solve(
         "rtol": rtol,
     }
     return Solution(grid, ys, status, messages, names, "rk4", used, error, info)
+
+
+def _solve_chebyshev(system, params, size, t_final, grid, names, rtol, pieces, nodes, max_pieces, batch_chunk,
+                     progress, started) -> Solution:
+    from ._chebyshev import ChebyshevRunner, refine, resolution_ladder
+
+    for name, value, low in (("pieces_per_delay", pieces, 1), ("nodes", nodes, 4),
+                             ("max_pieces_per_delay", max_pieces, 1)):
+        if not isinstance(value, (int, np.integer)) or value < low:
+            raise ParameterError(name, value, f"a whole number >= {low}")
+    if rtol is not None and not (np.isfinite(rtol) and rtol > 0):
+        raise ParameterError("rtol", rtol, "a tolerance > 0, or None for a single solve")
+    if batch_chunk < 1:
+        raise ParameterError("batch_chunk", batch_chunk, "a whole number >= 1")
+    point = jax.tree_util.tree_map(lambda a: a[0], take(params, np.array([0])))
+    try:
+        system.linear_form(jnp.zeros(()), system.history(jnp.zeros(()), point), point)
+    except NotImplementedError:
+        raise ParameterError("method", "chebyshev",
+                             f"a model linear in its current state with one delay ({system.name} is not); "
+                             "use method='rk4'") from None
+    delays = _host_delays(system, params)
+    if delays.shape[1] != 1:
+        raise ParameterError("method", "chebyshev", f"a model with one delay ({system.name} has {delays.shape[1]})")
+    n_states = system.state_size(point)
+    positive = tuple(bool(b) for b in system.log_components(point))
+    runner = ChebyshevRunner(system, params, delays[:, 0], t_final, grid, n_states, batch_chunk, progress, take)
+    ladder = resolution_ladder(pieces, nodes, max(max_pieces, pieces), max_nodes=max(32, nodes))
+    ys, over, nan, level, error, failed = refine(runner, size, ladder if rtol is not None else ladder[:1], rtol,
+                                                 positive)
+    # failures after a point's own end time (a batch runs to its longest horizon) do not count
+    over = np.where(over <= t_final, over, np.inf)
+    nan = np.where(nan <= t_final, nan, np.inf)
+    status, messages = _statuses(over, nan, failed)
+    used = np.array(ladder)[level]
+    info = {
+        "wall_s": time.perf_counter() - started,
+        "batch_chunk": batch_chunk,
+        "rtol": rtol,
+        "pieces_per_delay": used[:, 0],
+        "nodes": used[:, 1],
+    }
+    return Solution(grid, ys, status, messages, names, "chebyshev", None, error, info)
 
 
 def _steps_for_max_step(system: DDESystem, params: Any, delays: np.ndarray) -> int:

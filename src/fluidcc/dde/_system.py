@@ -101,6 +101,15 @@ class DDESystem:
         """
         raise NotImplementedError(f"{self.name} does not provide field_terms")
 
+    def linear_form(self, t: jnp.ndarray, x_delayed: jnp.ndarray, params: Any):
+        """(a, b) with dx/dt = a * x + b, for a model whose field is linear in the current state.
+
+        t is a time in seconds, x_delayed the state one delay ago, shape (n,) (such a model has one
+        delay); a and b have shape (n,), component by component. Models that provide it can be
+        integrated with ``method="chebyshev"`` (`fluidcc.dde.solve`); the default says they cannot.
+        """
+        raise NotImplementedError(f"{self.name} does not provide linear_form")
+
     def vector_field_log(
         self,
         t: jnp.ndarray,

@@ -166,6 +166,13 @@ class MIAIMDAggregate(DDESystem):
         w, w_delayed = x[0], x_delayed[0][0]
         return [(params.kappa * w * (bdp / w_delayed - 1.0) + params.n_flows * params.alpha) / params.rtt_s]  # (14)
 
+    def linear_form(self, t, x_delayed, params):
+        # (14) is linear in w(t) given w(t - T): w' = a w + b
+        bdp = params.gamma * params.capacity_pps * params.rtt_s
+        a = params.kappa * (bdp / x_delayed[0] - 1.0) / params.rtt_s
+        b = params.n_flows * params.alpha / params.rtt_s
+        return jnp.reshape(a, (1,)), jnp.reshape(b + 0.0 * a, (1,))
+
     def vector_field_log(self, t, z, z_delayed, params, log_mask):
         if not log_mask[0]:
             return self.vector_field(t, z, z_delayed, params)

@@ -1,0 +1,329 @@
+"""Exponential Chebyshev method of steps, for systems linear in the current state with one delay.
+
+A system that provides `DDESystem.linear_form` has, component by component,
+
+    x'(t) = a(t, x(t - tau)) x(t) + b(t, x(t - tau)),
+
+one constant delay tau per point. On each delay interval [k tau, (k + 1) tau] the delayed state is
+the (already computed) solution on the previous interval, so the equation is a linear ODE with
+known coefficients, solved by variation of constants:
+
+    x(t) = e^{A(t)} [ x(t_0) + int_{t_0}^t e^{-A(s)} b(s) ds ],   A(t) = int_{t_0}^t a(s) ds.
+
+Each interval is cut into M equal pieces, each carrying the solution at n Chebyshev-Lobatto
+nodes. Because the pieces of consecutive intervals are one delay apart, the delayed state at a
+node is the state at the same node of the previous interval: no interpolation is needed and the
+history is sampled at the nodes of [-tau, 0]. The two integrals are spectral (the integral of the
+polynomial that interpolates the integrand at the nodes), so a piece's error falls faster than
+any power of n while the solution is smooth on it; the solution is analytic inside each delay
+interval (its derivative jumps only at the interval ends, which are piece ends), which is what
+makes few nodes enough. The pieces of one interval are chained by an associative scan of their
+affine maps x_start -> x_end, so an interval costs two small matrix products per piece and one
+exponential per node, with no sequential loop over pieces.
+
+Save times anywhere in [0, t_final] are read from the piece that holds them by barycentric
+interpolation at its nodes. A point fails with a status, never a wrong number: overflow when a
+component becomes infinite or exceeds 1e300 in magnitude, non-finite when it becomes NaN.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+#: Magnitude above which a component counts as overflowed (well below float64's 1.8e308, so
+#: that the products of one more piece cannot turn it into a NaN first).
+OVERFLOW_BOUND = 1e300
+
+
+@functools.lru_cache(maxsize=None)
+def lobatto_nodes(n: int) -> np.ndarray:
+    """The n Chebyshev-Lobatto points mapped to [0, 1], ascending (0 and 1 included)."""
+    return 0.5 * (1.0 - np.cos(np.pi * np.arange(n) / (n - 1)))
+
+
+@functools.lru_cache(maxsize=None)
+def integration_matrix(n: int) -> np.ndarray:
+    """Q (n, n): (Q f)_i = int_0^{x_i} p(s) ds, p the polynomial interpolating f at the nodes x."""
+    from numpy.polynomial import chebyshev
+
+    x = 2.0 * lobatto_nodes(n) - 1.0
+    to_coefficients = np.linalg.inv(chebyshev.chebvander(x, n - 1))
+    basis_integrals = np.empty((n, n))
+    for k in range(n):
+        unit = np.zeros(n)
+        unit[k] = 1.0
+        basis_integrals[:, k] = chebyshev.chebval(x, chebyshev.chebint(unit, lbnd=-1.0))
+    return 0.5 * basis_integrals @ to_coefficients  # 0.5: d s / d x on [0, 1]
+
+
+@functools.lru_cache(maxsize=None)
+def barycentric_weights(n: int) -> np.ndarray:
+    """Barycentric weights of the Chebyshev-Lobatto points: (-1)^j, halved at both ends."""
+    weights = (-1.0) ** np.arange(n)
+    weights[0] *= 0.5
+    weights[-1] *= 0.5
+    return weights
+
+
+def _interpolate(values: jnp.ndarray, local: jnp.ndarray, n: int) -> jnp.ndarray:
+    """Barycentric interpolation: values (..., n) at the nodes, local (...) in [0, 1]."""
+    nodes = jnp.asarray(lobatto_nodes(n))
+    weights = jnp.asarray(barycentric_weights(n))
+    diff = local[..., None] - nodes
+    exact = diff == 0.0
+    safe = jnp.where(exact, 1.0, diff)
+    terms = weights / safe
+    value = jnp.sum(terms * values, axis=-1) / jnp.sum(terms, axis=-1)
+    hit = jnp.sum(jnp.where(exact, values, 0.0), axis=-1)
+    return jnp.where(jnp.any(exact, axis=-1), hit, value)
+
+
+def _combine(left, right):
+    """Compose two affine maps x -> g x + h (left first)."""
+    return left[0] * right[0], left[1] * right[0] + right[1]
+
+
+@functools.partial(jax.jit, static_argnames=("system", "pieces", "nodes", "n_intervals", "n_states", "slots"))
+def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, slots: int, params, tau, grid):
+    """Integrate a chunk of points over n_intervals delay intervals.
+
+    params: the chunk's parameter pytree (B,); tau: (B,) delays; grid: (B, S) save times, sorted,
+    in [0, n_intervals tau]; slots: the most save times any interval of any point holds (see
+    `save_intervals`). Returns the saves (B, S, n_states) and the first overflow time and first NaN
+    time (B,), inf where none happened.
+    """
+    size = tau.shape[0]
+    # Node offsets within one interval, in delay units: piece p, node j at (p + x_j) / M.
+    offsets = jnp.asarray((np.arange(pieces)[:, None] + lobatto_nodes(nodes)[None, :]) / pieces)  # (M, n)
+    q_t = jnp.asarray(integration_matrix(nodes).T / pieces)  # integral over a piece of length 1/M
+
+    def linear_form(t, x_delayed, point):
+        return system.linear_form(t, x_delayed, point)
+
+    # vmap over points, then over pieces and nodes: a, b of shape (B, M, n, S)
+    per_node = jax.vmap(linear_form, in_axes=(0, 0, None))
+    per_piece = jax.vmap(per_node, in_axes=(0, 0, None))
+    per_point = jax.vmap(per_piece, in_axes=(0, 0, 0))
+
+    def history(t, point):
+        return system.history(t, point)
+
+    history_nodes = jax.vmap(jax.vmap(jax.vmap(history, in_axes=(0, None)), in_axes=(0, None)), in_axes=(0, 0))
+    times0 = tau[:, None, None] * (offsets[None] - 1.0)  # nodes of [-tau, 0]
+    previous = jnp.swapaxes(history_nodes(times0, params), 2, 3)  # (B, M, S, n)
+    start = jax.vmap(history, in_axes=(0, 0))(jnp.zeros_like(tau), params)  # (B, S)
+
+    def integrate(values):  # (B, M, S, n) -> integral from each piece's start, same shape
+        return (values.reshape(-1, nodes) @ q_t).reshape(values.shape)
+
+    n_saves = grid.shape[1]
+    slot_range = jnp.arange(slots)
+
+    def step(carry, k):
+        previous, start, over, nan, pointer = carry
+        times = tau[:, None, None] * (k + offsets[None])  # (B, M, n)
+        a, b = per_point(times, jnp.swapaxes(previous, 2, 3), params)  # (B, M, n, S) each
+        a, b = jnp.swapaxes(a, 2, 3), jnp.swapaxes(b, 2, 3)  # (B, M, S, n): nodes last
+        big_a = tau[:, None, None, None] * integrate(a)
+        decay = jnp.exp(-big_a)  # e^{-A}
+        forcing = tau[:, None, None, None] * integrate(decay * b)
+        gain = 1.0 / decay[..., -1]  # (B, M, S): x_end = gain x_start + shift
+        shift = forcing[..., -1] * gain
+        if pieces > 1:
+            gains, shifts = jax.lax.associative_scan(_combine, (gain, shift), axis=1)
+            ends = start[:, None, :] * gains + shifts
+            starts = jnp.concatenate([start[:, None, :], ends[:, :-1, :]], axis=1)
+        else:
+            starts = start[:, None, :]
+        x = (starts[..., None] + forcing) / decay  # (B, M, S, n)
+
+        # failures: the largest magnitude is NaN if any node is NaN; the time of the first
+        # failing node is only looked for in the intervals where some point fails
+        largest = jnp.max(jnp.abs(x), axis=(1, 2, 3))
+        new_over = jnp.isinf(over) & (largest > OVERFLOW_BOUND)
+        new_nan = jnp.isinf(nan) & jnp.isnan(largest)
+
+        def first_failures(_):
+            node_times = jnp.broadcast_to(times[:, :, None, :], x.shape)
+            first = lambda bad: jnp.min(jnp.where(bad, node_times, jnp.inf), axis=(1, 2, 3))  # noqa: E731
+            # a NaN in a coefficient spreads to every node of its piece through the integrals:
+            # the first NaN coefficient says when it appeared
+            in_field = first(jnp.isnan(a) | jnp.isnan(b))
+            in_state = first(jnp.isnan(x))
+            return first(jnp.isinf(x) | (jnp.abs(x) > OVERFLOW_BOUND)), jnp.where(jnp.isfinite(in_field), in_field, in_state)
+
+        first_over, first_nan = jax.lax.cond(jnp.any(new_over | new_nan), first_failures,
+                                             lambda _: (over, nan), None)
+        over = jnp.where(new_over, first_over, over)
+        nan = jnp.where(new_nan, first_nan, nan)
+        failed = jnp.isfinite(over) | jnp.isfinite(nan)
+
+        # saves: the next `slots` save times of each point, those that fall in this interval read
+        # at their node, or interpolated (barycentric) on the piece that holds them; the
+        # interpolation only runs in intervals where some save falls between nodes
+        index = pointer[:, None] + slot_range  # (B, K)
+        when = jnp.take_along_axis(grid, jnp.minimum(index, n_saves - 1), axis=1)
+        ratio = when / tau[:, None]
+        here = (index < n_saves) & (_interval_of(ratio, n_intervals) <= k)
+        scaled = jnp.clip(ratio - k, 0.0, 1.0) * pieces
+        piece = jnp.clip(jnp.floor(scaled), 0, pieces - 1)
+        within = scaled - piece
+        nearest = jnp.rint(jnp.arccos(jnp.clip(1.0 - 2.0 * within, -1.0, 1.0)) * (nodes - 1) / jnp.pi).astype(jnp.int32)
+        on_node = jnp.abs(within - jnp.asarray(lobatto_nodes(nodes))[nearest]) <= NODE_SNAP * pieces
+        piece = piece.astype(jnp.int32)
+        flat = jnp.swapaxes(x, 2, 3).reshape(size, pieces * nodes, n_states)
+        at_node = jnp.take_along_axis(flat, (piece * nodes + nearest)[:, :, None], axis=1)  # (B, K, S)
+
+        def between_nodes(_):
+            held = x if pieces == 1 else jnp.take_along_axis(x, piece[:, :, None, None], axis=1)
+            return _interpolate(held, within[:, :, None], nodes)  # (B, K, S)
+
+        saved = jax.lax.cond(jnp.any(here & ~on_node), between_nodes, lambda _: at_node, None)
+        saved = jnp.where(on_node[..., None], at_node, saved)
+        saved = jnp.where(failed[:, None, None], jnp.nan, saved)
+        destination = jnp.where(here, index, n_saves)  # n_saves: dropped below
+        pointer = pointer + jnp.sum(here, axis=1, dtype=pointer.dtype)
+        return (x, x[:, -1, :, -1], over, nan, pointer), (saved, destination)
+
+    inf = jnp.full(tau.shape, jnp.inf)
+    pointer = jnp.sum(grid <= 0.0, axis=1).astype(jnp.int32)  # saves at t = 0: the history's value
+    (_, _, over, nan, _), (saved, destination) = jax.lax.scan(
+        step, (previous, start, inf, inf, pointer), jnp.arange(n_intervals, dtype=tau.dtype)
+    )
+    ys = jnp.where((grid <= 0.0)[..., None], start[:, None, :], jnp.nan)  # every other save is set below
+    rows = jnp.broadcast_to(jnp.arange(size)[None, :, None], destination.shape)
+    ys = ys.at[rows, destination].set(saved, mode="drop")
+    return ys, over, nan
+
+
+def _interval_of(ratio, n_intervals: int):
+    """The delay interval holding each time (in delay units): k for times in (k, k + 1]."""
+    return jnp.clip(jnp.ceil(ratio) - 1, 0, n_intervals - 1)
+
+
+
+
+#: A save time within this fraction of a delay of a node is read at the node.
+NODE_SNAP = 1e-12
+
+
+def save_slots(tau: np.ndarray, grid: np.ndarray, n_intervals: int) -> int:
+    """The most save times (t > 0) that one delay interval of one point holds (at least 1).
+
+    Interval k holds the times in (k tau, (k + 1) tau], as the kernel assigns them.
+    """
+    interval = np.clip(np.ceil(grid / tau[:, None]) - 1, 0, n_intervals - 1)
+    interval = np.where(grid > 0.0, interval, -1.0)
+    columns = np.arange(grid.shape[1])[None, :]
+    is_first = np.ones(grid.shape, dtype=bool)
+    is_first[:, 1:] = interval[:, 1:] != interval[:, :-1]
+    first = np.maximum.accumulate(np.where(is_first, columns, 0), axis=1)
+    runs = np.where(interval >= 0, columns - first + 1, 0)
+    return max(1, int(runs.max()))
+
+
+class ChebyshevRunner:
+    """Runs the kernel over any subset of a batch at one resolution, chunked over the devices."""
+
+    #: Most nodes (points x pieces x nodes) of one chunk: larger chunks leave the CPU cache.
+    NODE_BUDGET = 32768
+
+    def __init__(self, system, params, tau, t_final, grid, n_states, batch_chunk, progress, take):
+        self.system, self.params, self.tau, self.t_final, self.grid = system, params, tau, t_final, grid
+        self.n_states, self.batch_chunk, self.progress, self.take = n_states, batch_chunk, progress, take
+        self.devices = jax.local_devices()
+
+    def chunk_size(self, size: int, pieces: int, nodes: int) -> int:
+        per_device = -(-size // len(self.devices))
+        cap = max(16, self.NODE_BUDGET // (pieces * nodes))
+        cap = 1 << (cap.bit_length() - 1)
+        return max(1, min(self.batch_chunk, cap, 1 << (max(per_device, 1) - 1).bit_length()))
+
+    def run(self, points: np.ndarray, pieces: int, nodes: int):
+        size = len(points)
+        ys = np.empty((size, self.grid.shape[1], self.n_states))
+        over = np.empty(size)
+        nan = np.empty(size)
+        n_intervals = max(1, int(np.max(np.ceil(self.t_final[points] / self.tau[points] - 1e-9))))
+        slots = save_slots(self.tau[points], self.grid[points], n_intervals)
+        slots = 1 << (slots - 1).bit_length()
+        chunk = self.chunk_size(size, pieces, nodes)
+        pending = []
+        for start in range(0, size, chunk):
+            sel = points[start : start + chunk]
+            padded = np.concatenate([sel, np.full(chunk - len(sel), sel[-1])])
+            device = self.devices[(start // chunk) % len(self.devices)]
+            put = functools.partial(jax.device_put, device=device)
+            params = jax.tree_util.tree_map(put, self.take(self.params, padded))
+            outputs = _kernel(self.system, pieces, nodes, n_intervals, self.n_states, slots, params,
+                              put(self.tau[padded]), put(self.grid[padded]))
+            pending.append((start, len(sel), outputs))
+            while len(pending) > max(2, len(self.devices)):
+                self._collect(pending.pop(0), ys, over, nan, size)
+        for item in pending:
+            self._collect(item, ys, over, nan, size)
+        return ys, over, nan
+
+    def _collect(self, item, ys, over, nan, size):
+        start, n, (saves, o, m) = item
+        ys[start : start + n] = np.asarray(saves)[:n]
+        over[start : start + n] = np.asarray(o)[:n]
+        nan[start : start + n] = np.asarray(m)[:n]
+        if self.progress is not None:
+            self.progress(start + n, size)
+
+
+def resolution_ladder(pieces: int, nodes: int, max_pieces: int, max_nodes: int = 32) -> list[tuple[int, int]]:
+    """Resolutions tried in turn by the refinement: more nodes (by 8) up to max_nodes, then
+    twice the pieces up to max_pieces."""
+    ladder = [(pieces, nodes)]
+    while ladder[-1][1] < max_nodes:
+        ladder.append((pieces, min(max_nodes, ladder[-1][1] + 8)))
+    while ladder[-1][0] * 2 <= max_pieces:
+        ladder.append((ladder[-1][0] * 2, ladder[-1][1]))
+    return ladder
+
+
+def relative_difference(fine: np.ndarray, coarse: np.ndarray, positive: tuple[bool, ...]) -> np.ndarray:
+    """max |fine - coarse| per point (B,): relative to the value itself for positive components
+    (windows, rates), relative to the component's largest magnitude for the others."""
+    mask = np.asarray(positive)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        largest = np.maximum(np.nanmax(np.abs(fine), axis=1, keepdims=True), 1e-300)
+        scale = np.where(mask, np.abs(fine), largest)
+        diff = np.abs(fine - coarse) / scale
+    diff = np.where(np.isfinite(fine) & np.isfinite(coarse) & np.isfinite(diff), diff, np.inf)
+    return np.max(diff, axis=(1, 2))
+
+
+def refine(runner: ChebyshevRunner, size: int, ladder: list[tuple[int, int]], rtol: float | None,
+           positive: tuple[bool, ...]):
+    """Solve at ladder[0]; with rtol, climb the ladder per point until two successive resolutions
+    agree to rtol (the finer one is kept). Returns ys, over, nan, the resolution index used,
+    the error estimate (None without rtol) and the points that did not reach rtol."""
+    everyone = np.arange(size)
+    ys, over, nan = runner.run(everyone, *ladder[0])
+    level = np.zeros(size, dtype=np.int64)
+    if rtol is None:
+        return ys, over, nan, level, None, np.zeros(size, dtype=bool)
+    error = np.full(size, np.inf)
+    pending = everyone
+    for index, resolution in enumerate(ladder[1:], start=1):
+        healthy = ~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])
+        pending = pending[healthy]
+        if not pending.size:
+            break
+        ys_next, over_next, nan_next = runner.run(pending, *resolution)
+        error[pending] = relative_difference(ys_next, ys[pending], positive)
+        ys[pending], over[pending], nan[pending] = ys_next, over_next, nan_next
+        level[pending] = index
+        pending = pending[error[pending] > rtol]
+    failed = np.zeros(size, dtype=bool)
+    healthy = ~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])
+    failed[pending[healthy]] = True
+    return ys, over, nan, level, error, failed

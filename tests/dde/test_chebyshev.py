@@ -1,0 +1,178 @@
+"""The exponential Chebyshev method of steps: exactness, spectral convergence, saves between nodes,
+refinement, statuses, batching, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.polynomial import Polynomial
+
+from fluidcc.dde import Status, solve
+from fluidcc.dde._chebyshev import integration_matrix, lobatto_nodes, resolution_ladder, save_slots
+from fluidcc.errors import ParameterError
+from fluidcc.models import MIAIMDAggregate, miaimd
+
+from dde_systems import Growth, Hutchinson, LinearDelay, SingleDelay, SquareRootOfPast, exact_single_delay
+
+T3 = np.linspace(0.0, 3.0, 31)  # most of these fall between nodes: read by interpolation
+
+
+@pytest.mark.parametrize("n", [4, 9, 16, 32])
+def test_integration_matrix_integrates_polynomials_of_degree_below_n_exactly(n):
+    x = lobatto_nodes(n)
+    rng = np.random.default_rng(n)
+    poly = Polynomial(rng.normal(size=n))  # degree n - 1
+    integral = poly.integ()
+    np.testing.assert_allclose(integration_matrix(n) @ poly(x), integral(x) - integral(0.0), atol=1e-12)
+
+
+@pytest.mark.parametrize("a", [0.5, 1.5])
+@pytest.mark.parametrize("pieces", [1, 3])
+def test_polynomial_solution_is_exact_at_and_between_nodes(a, pieces):
+    params = {"a": np.array([a]), "tau": np.array([1.0])}
+    sol = solve(SingleDelay(), params, 3.0, T3, method="chebyshev", pieces_per_delay=pieces, nodes=8)
+    assert sol.status[0] == Status.OK
+    np.testing.assert_allclose(sol.ys[0, :, 0], exact_single_delay(a, T3), rtol=0, atol=1e-12)
+
+
+def test_each_point_keeps_its_own_delay():
+    # x' = -a x(t - tau): with time in units of tau this is the tau = 1 solution at t / tau
+    taus = np.array([0.3, 1.0, 2.5])
+    params = {"a": np.full(3, 0.8), "tau": taus}
+    grid = taus[:, None] * T3[None, :]
+    sol = solve(SingleDelay(), params, 3.0 * taus, grid, method="chebyshev")
+    expected = exact_single_delay(0.8 * taus[:, None], T3[None, :])  # a tau is the scaled gain
+    np.testing.assert_allclose(sol.ys[..., 0], expected, atol=1e-12)
+
+
+def test_spectral_convergence_on_a_nonlinear_equation():
+    params = {"r": np.array([1.2])}
+    times = np.linspace(0.0, 10.0, 41)
+    ref = solve(Hutchinson(), params, 10.0, times, method="scipy")
+    errors = []
+    for nodes in (6, 10, 16):
+        sol = solve(Hutchinson(), params, 10.0, times, method="chebyshev", nodes=nodes)
+        errors.append(np.max(np.abs(sol.ys[0, :, 0] / ref.ys[0, :, 0] - 1)))
+    assert errors[0] > 30 * errors[1] > 30 * 30 * errors[2] or errors[2] < 1e-10, errors
+    assert errors[2] < 1e-9, errors
+
+
+def test_constant_coefficient_growth_is_exact_and_overflow_is_a_status():
+    times = np.linspace(0.0, 1.0, 11)
+    sol = solve(Growth(), {"g": np.array([1.0, 5000.0])}, 1.0, times, method="chebyshev", nodes=4)
+    assert sol.status.tolist() == [Status.OK, Status.OVERFLOW]
+    assert sol.ys[0, -1, 0] == pytest.approx(np.e, rel=1e-14)  # at a node: exact whatever the nodes
+    fine = solve(Growth(), {"g": np.array([1.0])}, 1.0, times, method="chebyshev", nodes=16)
+    np.testing.assert_allclose(fine.ys[0, :, 0], np.exp(times), rtol=1e-12)  # between nodes: interpolated
+    # e^{5000 t} passes 1e300 at t = 0.138: the message names the first node beyond it (the
+    # four Lobatto nodes of [0, 1] are 0, 0.25, 0.75, 1)
+    time_of_overflow = float(sol.messages[1].split("t = ")[1].split(" s")[0])
+    assert time_of_overflow == pytest.approx(0.25), sol.messages[1]
+    assert np.all(np.isnan(sol.ys[1, 2:, 0]))  # never a wrong number after the failure
+
+
+def test_nan_is_a_status_with_its_time():
+    sol = solve(SquareRootOfPast(), {"unused": np.zeros(2)}, 2.0, np.linspace(0, 2, 21), method="chebyshev")
+    assert np.all(sol.status == Status.NONFINITE)
+    time_of_nan = float(sol.messages[0].split("t = ")[1].split(" s")[0])
+    assert 1.5 < time_of_nan < 1.6, sol.messages[0]  # the first node where sqrt(x(t - 1)) is NaN
+    np.testing.assert_allclose(sol.ys[0, :11, 0], 1 - 2 * np.linspace(0, 1, 11), atol=1e-12)
+
+
+def test_results_do_not_depend_on_how_the_batch_is_cut():
+    params = {"r": np.linspace(0.5, 1.5, 7)}
+    times = np.linspace(0.0, 20.0, 81)
+    whole = solve(Hutchinson(), params, 20.0, times, method="chebyshev", batch_chunk=1024)
+    cut = solve(Hutchinson(), params, 20.0, times, method="chebyshev", batch_chunk=2)
+    np.testing.assert_allclose(cut.ys, whole.ys, rtol=1e-13)
+
+
+def test_save_at_zero_and_final_state_only():
+    params = {"a": np.array([0.5]), "tau": np.array([1.0])}
+    sol = solve(SingleDelay(), params, 2.5, [0.0, 2.5], method="chebyshev")
+    np.testing.assert_allclose(sol.ys[0, :, 0], exact_single_delay(0.5, np.array([0.0, 2.5])), atol=1e-12)
+    final = solve(SingleDelay(), params, 2.5, None, method="chebyshev")
+    np.testing.assert_allclose(final.ys[0, -1, 0], exact_single_delay(0.5, np.array([2.5]))[0], atol=1e-12)
+
+
+def test_save_slots_count_the_most_saves_of_one_interval():
+    tau = np.array([0.1, 1.0])
+    grid = np.array([[0.0, 0.05, 0.1, 0.1 * 3, 0.25], [0.0, 0.5, 1.0, 1.5, 2.0]])
+    # point 0: (0, tau] holds 0.05 and 0.1 (t = k tau closes interval k - 1), (2 tau, 3 tau] 0.25 and 0.3
+    assert save_slots(tau, grid, 3) == 2
+    assert save_slots(tau[:1], np.array([[0.0, 0.01, 0.02, 0.03, 0.1]]), 3) == 4
+    assert save_slots(tau[:1], np.array([[0.0]]), 3) == 1
+
+
+def test_many_saves_per_interval_between_nodes_and_pieces():
+    params = {"a": np.array([0.7]), "tau": np.array([1.0])}
+    times = np.sort(np.random.default_rng(1).uniform(0.0, 3.0, 200))
+    sol = solve(SingleDelay(), params, 3.0, times, method="chebyshev", pieces_per_delay=4, nodes=6)
+    np.testing.assert_allclose(sol.ys[0, :, 0], exact_single_delay(0.7, times), atol=1e-12)
+
+
+def test_ladder_adds_nodes_then_pieces():
+    assert resolution_ladder(1, 16, 8) == [(1, 16), (1, 24), (1, 32), (2, 32), (4, 32), (8, 32)]
+    assert resolution_ladder(2, 40, 2, max_nodes=40) == [(2, 40)]
+
+
+def _spiky_miaimd():
+    """kappa = 1.8 and a per-flow BDP of 200 packets: MIAIMD oscillates with start-up-like spikes."""
+    return miaimd.aggregate_params(kappa=[0.25, 1.8], capacity_pps=[18750.0, 20000.0], rtt_s=[0.08, 0.1],
+                                   n_flows=[50, 10])
+
+
+def test_rtol_refines_the_points_that_need_it_and_meets_the_reference():
+    params = _spiky_miaimd()
+    rtt = np.array([0.08, 0.1])
+    grid = rtt[:, None] * np.arange(61)[None, :]
+    ref = solve(MIAIMDAggregate(), params, 60 * rtt, grid, method="scipy")
+    sol = solve(MIAIMDAggregate(), params, 60 * rtt, grid, method="chebyshev", rtol=1e-8)
+    assert np.all(sol.status == Status.OK) and np.all(ref.status == Status.OK)
+    relative = np.max(np.abs(sol.ys[..., 0] / ref.ys[..., 0] - 1), axis=1)
+    assert np.all(relative <= 1e-6), relative
+    assert np.all(sol.error_estimate <= 1e-8)
+    pieces = sol.info["pieces_per_delay"] * sol.info["nodes"]
+    assert pieces[1] > pieces[0]  # the oscillating point needed a finer resolution
+    coarse = solve(MIAIMDAggregate(), params, 60 * rtt, grid, method="chebyshev")
+    assert np.max(np.abs(coarse.ys[1, :, 0] / ref.ys[1, :, 0] - 1)) > 1e-6  # ... which the first one misses
+
+
+def test_tolerance_not_reached_is_a_status():
+    params = _spiky_miaimd()
+    rtt = np.array([0.08, 0.1])
+    sol = solve(MIAIMDAggregate(), params, 60 * rtt, rtt[:, None] * np.arange(61)[None, :], method="chebyshev",
+                rtol=1e-13, nodes=8, max_pieces_per_delay=1)
+    assert sol.status[1] == Status.TOLERANCE_NOT_REACHED
+    assert "tolerance" in sol.messages[1]
+
+
+@settings(max_examples=10, deadline=None)
+@given(kappa=st.floats(0.05, 1.0), per_flow_bdp=st.floats(0.5, 50.0), rtt=st.floats(0.01, 1.0))
+def test_agrees_with_rk4_on_miaimd(kappa, per_flow_bdp, rtt):
+    flows = 20
+    capacity = per_flow_bdp * flows / (0.98 * rtt)
+    params = miaimd.aggregate_params(kappa=[kappa], capacity_pps=[capacity], rtt_s=[rtt], n_flows=[flows])
+    grid = rtt * np.arange(0, 101)
+    cheb = solve(MIAIMDAggregate(), params, 100 * rtt, grid, method="chebyshev", rtol=1e-9)
+    rk4 = solve(MIAIMDAggregate(), params, 100 * rtt, grid, steps_per_delay=64, rtol=1e-9)
+    assert cheb.status[0] == rk4.status[0] == Status.OK
+    np.testing.assert_allclose(cheb.ys, rk4.ys, rtol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "system, params, kwargs, field",
+    [
+        (LinearDelay(), {"a": np.ones(1), "b": np.ones(1), "tau2": np.ones(1)}, {}, "method"),
+        (SingleDelay(), {"a": np.ones(1), "tau": np.ones(1)}, {"nodes": 3}, "nodes"),
+        (SingleDelay(), {"a": np.ones(1), "tau": np.ones(1)}, {"pieces_per_delay": 0}, "pieces_per_delay"),
+        (SingleDelay(), {"a": np.ones(1), "tau": np.ones(1)}, {"rtol": 0.0}, "rtol"),
+        (SingleDelay(), {"a": np.ones(1), "tau": np.array([-1.0])}, {}, "delay"),
+    ],
+)
+def test_bad_input_names_the_field(system, params, kwargs, field):
+    with pytest.raises(ParameterError) as info:
+        solve(system, params, 3.0, None, method="chebyshev", **kwargs)
+    assert field in str(info.value) and "allowed" in str(info.value)
