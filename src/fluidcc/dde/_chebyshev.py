@@ -23,7 +23,7 @@ exponential per node, with no sequential loop over pieces.
 
 Save times anywhere in [0, t_final] are read from the piece that holds them by barycentric
 interpolation at its nodes. A point fails with a status, never a wrong number: overflow when a
-component becomes infinite or exceeds 1e300 in magnitude, non-finite when it becomes NaN.
+component becomes infinite, non-finite when it becomes NaN.
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-#: Magnitude above which a component counts as overflowed (well below float64's 1.8e308, so
-#: that the products of one more piece cannot turn it into a NaN first).
-OVERFLOW_BOUND = 1e300
+#: Magnitude above which a component counts as overflowed: float64's largest, so only an infinite
+#: component overflows (if a model's coefficients turn it into a NaN in the same interval, the
+#: earlier of the two events sets the status).
+OVERFLOW_BOUND = float(np.finfo(np.float64).max)
 
 
 @functools.lru_cache(maxsize=None)
