@@ -70,3 +70,26 @@ def test_points_in_their_start_up_transient_get_a_longer_horizon():
     assert extended["horizon_rtts"].values[:, 0].tolist() == [1000, 1000]
     with pytest.raises(ParameterError, match="max_horizon_rtts"):
         SweepSpec(model="miaimd", axes=axes, horizon_rtts=250, max_horizon_rtts=100)
+
+
+def test_chebyshev_solver_gives_the_rk4_verdicts():
+    axes = (parse_grid("miaimd", "kappa=0.2:2.4:6"), parse_grid("miaimd", "rtt=20ms:400ms:4:log"))
+    rk4 = run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=120, solver="rk4"))
+    cheb = run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=120))  # auto: chebyshev for miaimd
+    assert cheb.attrs["solver"] == "chebyshev" and rk4.attrs["solver"] == "rk4"
+    np.testing.assert_array_equal(cheb["behaviour"].values, rk4["behaviour"].values)
+    assert len(set(rk4["behaviour"].values.ravel().tolist())) > 1  # the grid holds more than one verdict
+    np.testing.assert_allclose(cheb["final"].values, rk4["final"].values, rtol=1e-4)
+    assert np.all(np.isnan(cheb["steps_per_delay"].values))
+
+
+def test_auto_solver_falls_back_to_rk4_where_chebyshev_cannot_run():
+    data = run_sweep(SweepSpec(model="rcp", axes=(parse_grid("rcp", "alpha=0.1:0.4:2"),), horizon_rtts=40))
+    assert data.attrs["solver"] == "rk4" and np.all(np.isfinite(data["steps_per_delay"].values))
+
+
+def test_chebyshev_solver_errors_name_the_option():
+    with pytest.raises(ParameterError, match="--solver"):
+        SweepSpec(model="miaimd", axes=(parse_grid("miaimd", "kappa=0.1:0.4:2"),), solver="euler")
+    with pytest.raises(ParameterError, match="--solver.*rcp|--solver.*linear"):
+        run_sweep(SweepSpec(model="rcp", axes=(parse_grid("rcp", "alpha=0.1:0.4:2"),), solver="chebyshev"))

@@ -8,6 +8,7 @@ provenance in the attributes.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import shutil
@@ -20,6 +21,8 @@ import xarray as xr
 
 from .._version import __version__
 from ..dde import solve
+from ..dde._solve import require_linear_form
+from ..errors import ParameterError
 from ..models import get_model
 from ..stability.classify import BEHAVIOUR_NAMES, Behaviour, Thresholds, classify
 from ._spec import SweepSpec
@@ -49,7 +52,15 @@ def run_sweep(
     entry = get_model(spec.model)
     values = spec.values()
     # Validate the whole grid before any work, so bad input fails at once.
-    entry.aggregate(values)
+    system, params = entry.aggregate(values)
+    if spec.solver == "chebyshev":
+        require_linear_form(system, params, field="--solver")
+    elif spec.solver == "auto":
+        try:
+            require_linear_form(system, params, field="--solver")
+            spec = dataclasses.replace(spec, solver="chebyshev")
+        except ParameterError:
+            spec = dataclasses.replace(spec, solver="rk4")
     partial = None
     if out_dir is not None:
         out_dir = Path(out_dir)
@@ -122,7 +133,7 @@ def _simulate_and_classify(spec, system, params, delay, equilibrium, horizon_rtt
     save_times = saves[None, :] * delay[:, None]
     solution = solve(
         system, params, horizon_rtts * delay, save_times,
-        steps_per_delay=spec.steps_per_delay, rtol=spec.rtol,
+        method=spec.solver, steps_per_delay=spec.steps_per_delay, rtol=spec.rtol,
         max_steps_per_delay=max(spec.max_steps_per_delay, spec.steps_per_delay),
     )
     trajectory = solution.ys[..., observed]
@@ -135,7 +146,8 @@ def _simulate_and_classify(spec, system, params, delay, equilibrium, horizon_rtt
         "deviation": result.deviation,
         "final": trajectory[:, -1],
         "status": solution.status,
-        "steps_per_delay": solution.steps_per_delay,
+        "steps_per_delay": solution.steps_per_delay if solution.steps_per_delay is not None
+        else np.full(len(delay), np.nan),
         "error_estimate": error,
     }
 
@@ -168,7 +180,7 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
             "long_name": "solver status", "flag_values": np.arange(5, dtype=np.int8),
             "flag_meanings": "ok overflow non_finite tolerance_not_reached solver_failed",
         }),
-        "steps_per_delay": grid("steps_per_delay") + ({"long_name": "RK4 steps per delay used"},),
+        "steps_per_delay": grid("steps_per_delay") + ({"long_name": "RK4 steps per delay used (NaN with the chebyshev solver)"},),
         "error_estimate": grid("error_estimate") + ({"long_name": "estimated max relative solver error"},),
         "horizon_rtts": grid("horizon_rtts") + ({"long_name": "integration horizon used (longer for start-up transients)",
                                                  "units": f"multiples of {entry.delay_parameter}"},),
@@ -188,7 +200,7 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
         "horizon_rtts_limit": spec.horizon_limit_rtts,
         "saves_per_rtt": spec.saves_per_rtt,
         "observed_state": entry.observed,
-        "solver": "rk4",
+        "solver": spec.solver,
         "solver_steps_per_delay": spec.steps_per_delay,
         "solver_rtol": spec.rtol if spec.rtol is not None else "none",
         "solver_max_steps_per_delay": spec.max_steps_per_delay,

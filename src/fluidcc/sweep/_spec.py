@@ -89,7 +89,9 @@ class SweepSpec:
     """Everything that defines a sweep's results (its hash names resumable partial results).
 
     horizon_rtts: integration horizon in RTTs of each point; saves_per_rtt: save points per RTT;
-    steps_per_delay and rtol: solver resolution and tolerance (see `fluidcc.dde.solve`);
+    solver: "rk4", "chebyshev" (models linear in their current state with one delay: MIAIMD), or
+        "auto" (chebyshev where the model allows it, else rk4); steps_per_delay and rtol: solver resolution (rk4) and tolerance (both; see
+        `fluidcc.dde.solve`);
     max_horizon_rtts: points still in their start-up transient at the end of the horizon are
         integrated again over 4x the horizon, up to this many RTTs (None: 8 x horizon_rtts).
     """
@@ -103,6 +105,7 @@ class SweepSpec:
     rtol: float | None = 1e-6
     max_steps_per_delay: int = 1024
     max_horizon_rtts: float | None = None
+    solver: str = "auto"
 
     @property
     def horizon_limit_rtts(self) -> float:
@@ -121,6 +124,8 @@ class SweepSpec:
             raise ParameterError("horizon_rtts", self.horizon_rtts, "a horizon > 0 RTTs")
         if self.max_horizon_rtts is not None and not self.max_horizon_rtts >= self.horizon_rtts:
             raise ParameterError("max_horizon_rtts", self.max_horizon_rtts, f"at least horizon_rtts = {self.horizon_rtts}")
+        if self.solver not in ("auto", "rk4", "chebyshev"):
+            raise ParameterError("--solver", self.solver, "auto, rk4 or chebyshev")
         if self.saves_per_rtt < 1:
             raise ParameterError("saves_per_rtt", self.saves_per_rtt, "a whole number >= 1")
 
