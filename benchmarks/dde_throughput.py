@@ -202,6 +202,19 @@ def status_counts(status: np.ndarray) -> dict[str, int]:
     return {Status(code).name.lower(): int(counts[code]) for code in sorted(counts)}
 
 
+def timing(size: int, wall: float, compile_s: float, compiles: int, solution) -> dict:
+    """A timed fluidcc run's figures: wall time with and without the compilation during it."""
+    return {
+        "wall_s": wall,
+        "compile_s_during_run": compile_s,
+        "kernels_compiled_during_run": compiles,
+        "wall_s_excluding_compile": wall - compile_s,
+        "trajectories_per_s": size / (wall - compile_s),
+        "trajectories_per_s_including_compile": size / wall,
+        "status": status_counts(solution.status),
+    }
+
+
 def run_fluidcc(args, points, grid, t_final) -> tuple[dict, dict]:
     size = len(t_final)
     chunk = min(args.batch_chunk, size)
@@ -225,17 +238,8 @@ def run_fluidcc(args, points, grid, t_final) -> tuple[dict, dict]:
     fixed, wall, seconds, count = timed_solve(
         clock, params, t_final, grid, steps_per_delay=args.steps_per_delay, batch_chunk=chunk
     )
-    report["fixed"] = {
-        "steps_per_delay": args.steps_per_delay,
-        "wall_s": wall,
-        # chunks whose save layout differs from the warm-up chunk's compile their own kernel
-        "compile_s_during_run": seconds,
-        "kernels_compiled_during_run": count,
-        "wall_s_excluding_compile": wall - seconds,
-        "trajectories_per_s": size / (wall - seconds),
-        "trajectories_per_s_including_compile": size / wall,
-        "status": status_counts(fixed.status),
-    }
+    # chunks whose save layout differs from the warm-up chunk's compile their own kernel
+    report["fixed"] = {"steps_per_delay": args.steps_per_delay, **timing(size, wall, seconds, count, fixed)}
     log(f"fluidcc fixed-step: {wall:.1f} s wall of which {seconds:.1f} s compiling ({count} XLA compiles), "
         f"{size / (wall - seconds):.0f} trajectories/s excluding compilation ({fixed.summary()})")
 
@@ -247,13 +251,7 @@ def run_fluidcc(args, points, grid, t_final) -> tuple[dict, dict]:
     report["rtol"] = {
         "rtol": args.rtol,
         "max_steps_per_delay": args.max_steps_per_delay,
-        "wall_s": wall,
-        "compile_s_during_run": seconds,
-        "kernels_compiled_during_run": count,
-        "wall_s_excluding_compile": wall - seconds,
-        "trajectories_per_s": size / (wall - seconds),
-        "trajectories_per_s_including_compile": size / wall,
-        "status": status_counts(refined.status),
+        **timing(size, wall, seconds, count, refined),
         "steps_per_delay_used": {int(l): int(c) for l, c in zip(levels, counts)},
     }
     log(f"fluidcc rtol={args.rtol:g}: {wall:.1f} s wall of which {seconds:.1f} s compiling ({count} XLA "
@@ -275,13 +273,7 @@ def run_fluidcc(args, points, grid, t_final) -> tuple[dict, dict]:
         report[key] = {
             "nodes": args.nodes,
             "rtol": rtol,
-            "wall_s": wall,
-            "compile_s_during_run": seconds,
-            "kernels_compiled_during_run": count,
-            "wall_s_excluding_compile": wall - seconds,
-            "trajectories_per_s": size / (wall - seconds),
-            "trajectories_per_s_including_compile": size / wall,
-            "status": status_counts(sol.status),
+            **timing(size, wall, seconds, count, sol),
             "pieces_x_nodes_used": dict(sorted(Counter(used).items())),
         }
         log(f"fluidcc chebyshev rtol={rtol}: {wall:.1f} s wall of which {seconds:.1f} s compiling ({count} XLA "
