@@ -213,8 +213,7 @@ def _solve_chebyshev(system, params, size, t_final, grid, names, rtol, pieces, n
     if batch_chunk < 1:
         raise ParameterError("batch_chunk", batch_chunk, "a whole number >= 1")
     point = jax.tree_util.tree_map(lambda a: a[0], take(params, np.array([0])))
-    require_linear_form(system, params)
-    delays = _host_delays(system, params)
+    delays = require_linear_form(system, params)
     n_states = system.state_size(point)
     positive = tuple(bool(b) for b in system.log_components(point))
     runner = ChebyshevRunner(system, params, delays[:, 0], t_final, grid, n_states, batch_chunk, progress, take)
@@ -236,9 +235,9 @@ def _solve_chebyshev(system, params, size, t_final, grid, names, rtol, pieces, n
     return Solution(grid, ys, status, messages, names, "chebyshev", None, error, info)
 
 
-def require_linear_form(system: DDESystem, params: Any, field: str = "method") -> None:
+def require_linear_form(system: DDESystem, params: Any, field: str = "method") -> np.ndarray:
     """Raise a ParameterError naming `field` unless `method="chebyshev"` can integrate the system:
-    it must provide `linear_form` and have one delay."""
+    it must provide `linear_form` and have one delay. Returns the delays, shape (B, 1)."""
     point = jax.tree_util.tree_map(lambda a: a[0], take(params, np.array([0])))
     try:
         system.linear_form(jnp.zeros(()), system.history(jnp.zeros(()), point), point)
@@ -250,6 +249,7 @@ def require_linear_form(system: DDESystem, params: Any, field: str = "method") -
     if delays.shape[1] != 1:
         raise ParameterError(field, "chebyshev", f"rk4, or chebyshev for a model with one delay "
                                                  f"({system.name} has {delays.shape[1]})")
+    return delays
 
 
 def _steps_for_max_step(system: DDESystem, params: Any, delays: np.ndarray) -> int:
