@@ -35,12 +35,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-#: Magnitude above which a component counts as overflowed: float64's largest, so only an infinite
-#: component overflows (if a model's coefficients turn it into a NaN in the same interval, the
-#: earlier of the two events sets the status).
-OVERFLOW_BOUND = float(np.finfo(np.float64).max)
-
-
 @functools.lru_cache(maxsize=None)
 def lobatto_nodes(n: int) -> np.ndarray:
     """The n Chebyshev-Lobatto points mapped to [0, 1], ascending (0 and 1 included)."""
@@ -95,7 +89,7 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
 
     params: the chunk's parameter pytree (B,); tau: (B,) delays; grid: (B, S) save times, sorted,
     in [0, n_intervals tau]; slots: the most save times any interval of any point holds (see
-    `save_intervals`). Returns the saves (B, S, n_states) and the first overflow time and first NaN
+    `save_slots`). Returns the saves (B, S, n_states) and the first overflow time and first NaN
     time (B,), inf where none happened.
     """
     size = tau.shape[0]
@@ -103,17 +97,12 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
     offsets = jnp.asarray((np.arange(pieces)[:, None] + lobatto_nodes(nodes)[None, :]) / pieces)  # (M, n)
     q_t = jnp.asarray(integration_matrix(nodes).T / pieces)  # integral over a piece of length 1/M
 
-    def linear_form(t, x_delayed, point):
-        return system.linear_form(t, x_delayed, point)
-
     # vmap over points, then over pieces and nodes: a, b of shape (B, M, n, S)
-    per_node = jax.vmap(linear_form, in_axes=(0, 0, None))
+    per_node = jax.vmap(system.linear_form, in_axes=(0, 0, None))
     per_piece = jax.vmap(per_node, in_axes=(0, 0, None))
     per_point = jax.vmap(per_piece, in_axes=(0, 0, 0))
 
-    def history(t, point):
-        return system.history(t, point)
-
+    history = system.history
     history_nodes = jax.vmap(jax.vmap(jax.vmap(history, in_axes=(0, None)), in_axes=(0, None)), in_axes=(0, 0))
     times0 = tau[:, None, None] * (offsets[None] - 1.0)  # nodes of [-tau, 0]
     previous = jnp.swapaxes(history_nodes(times0, params), 2, 3)  # (B, M, S, n)
@@ -143,10 +132,11 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
             starts = start[:, None, :]
         x = (starts[..., None] + forcing) / decay  # (B, M, S, n)
 
-        # failures: the largest magnitude is NaN if any node is NaN; the time of the first
-        # failing node is only looked for in the intervals where some point fails
+        # failures: the largest magnitude is NaN if any node is NaN (the point is then non-finite,
+        # even if another node is infinite), else inf if any is infinite (overflow); the time of
+        # the first failing node is only looked for in the intervals where some point fails
         largest = jnp.max(jnp.abs(x), axis=(1, 2, 3))
-        new_over = jnp.isinf(over) & (largest > OVERFLOW_BOUND)
+        new_over = jnp.isinf(over) & jnp.isinf(largest)
         new_nan = jnp.isinf(nan) & jnp.isnan(largest)
 
         def first_failures(_):
@@ -156,7 +146,7 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
             # the first NaN coefficient says when it appeared
             in_field = first(jnp.isnan(a) | jnp.isnan(b))
             in_state = first(jnp.isnan(x))
-            return first(jnp.isinf(x) | (jnp.abs(x) > OVERFLOW_BOUND)), jnp.where(jnp.isfinite(in_field), in_field, in_state)
+            return first(jnp.isinf(x)), jnp.where(jnp.isfinite(in_field), in_field, in_state)
 
         first_over, first_nan = jax.lax.cond(jnp.any(new_over | new_nan), first_failures,
                                              lambda _: (over, nan), None)
