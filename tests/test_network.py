@@ -50,6 +50,8 @@ def spec(links=None, flows=None, **top) -> dict:
         (lambda: Flow("f", ("a",), start_s=5.0, stop_s=5.0), "flow 'f': stop", 5.0),
         (lambda: Flow("f", ("a",), start_s=-1.0), "flow 'f': start", -1.0),
         (lambda: Flow("f", ("a",), demand_pps=0.0), "flow 'f': demand", 0.0),
+        (lambda: Flow("f", ("a",), interface_pps=0.0), "flow 'f': interface", 0.0),
+        (lambda: Flow("f", ("a",), interface_pps=math.inf), "flow 'f': interface", math.inf),
         (lambda: Network((Link("a", 1.0), Link("a", 2.0)), (Flow("f", ("a",)),)), "links.name", "a"),
         (lambda: Network((Link("a", 1.0),), (Flow("f", ("a",)), Flow("f", ("a",)))), "flows.name", "f"),
         (lambda: Network((), (Flow("f", ("a",)),)), "links", []),
@@ -84,6 +86,7 @@ def test_the_unknown_link_error_lists_the_network_links():
         (spec(links=[{"name": "a", "capacity": "ten"}]), "link 'a': capacity", "ten"),
         (spec(flows=[{"name": "f", "route": ["a"], "start": "3kg"}]), "flow 'f': start", "3kg"),
         (spec(flows=[{"name": "f", "route": ["a"], "demand": "5ms"}]), "flow 'f': demand", "5ms"),
+        (spec(flows=[{"name": "f", "route": ["a"], "interface": "-1Gbps"}]), "flow 'f': interface", -125000.0),
         (spec(flows=[{"name": "f", "route": ["a"], "weight": "2Mbps"}]), "flow 'f': weight", "2Mbps"),
         (spec(links=[{"name": "a", "capacity": "10Mbps", "colour": "red"}]), "link 'a': key", "colour"),
         (spec(flows=[{"name": "f", "route": ["a"], "speed": 3}]), "flow 'f': key", "speed"),
@@ -144,6 +147,7 @@ name = "long"
 route = ["a", "b"]
 start = "1s"
 demand = "10Mbps"
+interface = "1Gbps"
 count = 3
 """
 
@@ -155,7 +159,8 @@ def check_toml_network(net: Network) -> None:
     assert net.links[1] == Link("b", 12500.0, 0.01)
     assert net.flows[0] == Flow("short", ("a",), access_delay_s=0.005, weight=2.0, stop_s=40.0)
     for k in range(3):
-        assert net.flows[1 + k] == Flow(f"long[{k}]", ("a", "b"), start_s=1.0, demand_pps=mbps_to_pps(10))
+        assert net.flows[1 + k] == Flow(f"long[{k}]", ("a", "b"), start_s=1.0, demand_pps=mbps_to_pps(10),
+                                        interface_pps=mbps_to_pps(1000))
 
 
 def test_load_toml(tmp_path):

@@ -18,6 +18,8 @@ File format (TOML shown; JSON has the same keys)::
     name = "short"
     route = ["a"]                  # ordered list of link names
     access_delay = "0ms"           # one-way delay outside the listed links, default 0
+    interface = "10Gbps"           # packet simulator: the sender's interface rate (default: as
+                                   # fast as its first link)
     weight = 1                     # weighted max-min weight, default 1
     start = "0s"                   # default 0
     stop = "40s"                   # default: never
@@ -82,7 +84,9 @@ class Flow:
     link twice); access_delay_s: one-way delay outside the listed links, seconds, >= 0;
     weight: weight in weighted max-min fairness, > 0; start_s / stop_s: when the flow sends,
     seconds (stop_s = inf: until the end), stop after start; demand_pps: the most the flow
-    wants to send, packets/s (inf: no cap).
+    wants to send, packets/s (inf: no cap); interface_pps: the rate of the sender's network
+    interface, packets/s, finite and > 0, used by the packet simulator only (a source sends no
+    faster; None: as fast as its first link, which then paces it).
     """
 
     name: str
@@ -92,6 +96,7 @@ class Flow:
     start_s: float = 0.0
     stop_s: float = math.inf
     demand_pps: float = math.inf
+    interface_pps: float | None = None
 
     def __post_init__(self):
         where = f"flow {self.name!r}"
@@ -116,6 +121,9 @@ class Flow:
                  f"a stop time after the start ({self.start_s} s)")
         _require(not math.isnan(self.demand_pps) and self.demand_pps > 0, where, "demand", self.demand_pps,
                  "a demand > 0 packets/s (inf: no cap)")
+        if self.interface_pps is not None:
+            _require(math.isfinite(self.interface_pps) and self.interface_pps > 0, where, "interface",
+                     self.interface_pps, "a finite interface rate > 0 packets/s (or none: its first link's)")
 
 
 @dataclass(frozen=True)
@@ -351,6 +359,8 @@ class Network:
                 entry["stop"] = flow.stop_s
             if math.isfinite(flow.demand_pps):
                 entry["demand"] = flow.demand_pps
+            if flow.interface_pps is not None:
+                entry["interface"] = flow.interface_pps
             flows.append(entry)
         return {"links": links, "flows": flows}
 
@@ -413,7 +423,8 @@ def _link_from(entry, i: int, packet_bytes: int) -> Link:
 
 def _flows_from(entry, i: int, packet_bytes: int) -> list[Flow]:
     where = f"flow {entry.get('name', i)!r}" if isinstance(entry, Mapping) else f"flows[{i}]"
-    _check_keys(entry, where, {"name", "route", "access_delay", "weight", "start", "stop", "demand", "count"})
+    _check_keys(entry, where, {"name", "route", "access_delay", "weight", "start", "stop", "demand", "interface",
+                               "count"})
     route = entry.get("route")
     if isinstance(route, str):
         route = [route]
@@ -421,6 +432,7 @@ def _flows_from(entry, i: int, packet_bytes: int) -> list[Flow]:
         raise NetworkError(f"{where}: route", route, "a list of link names")
     stop = entry.get("stop")
     demand = entry.get("demand")
+    interface = entry.get("interface")
     common = dict(
         route=tuple(route),
         access_delay_s=_quantity(parse_time, where, "access_delay", entry.get("access_delay", 0.0)),
@@ -428,6 +440,7 @@ def _flows_from(entry, i: int, packet_bytes: int) -> list[Flow]:
         start_s=_quantity(parse_time, where, "start", entry.get("start", 0.0)),
         stop_s=math.inf if stop is None else _quantity(parse_time, where, "stop", stop),
         demand_pps=math.inf if demand is None else _quantity(parse_rate, where, "demand", demand, packet_bytes),
+        interface_pps=None if interface is None else _quantity(parse_rate, where, "interface", interface, packet_bytes),
     )
     name = str(entry.get("name", f"flow{i}"))
     count = entry.get("count", 1)

@@ -89,6 +89,36 @@ def test_an_overflow_takes_packets_from_every_batch_in_proportion():
     assert np.array_equal(dropped[0], dropped[1])
 
 
+def test_an_interface_rate_is_a_private_access_link():
+    """A sender with a 100x faster interface than the bottleneck, and the same sender behind a
+    private access link of that speed (which only ever queues its own flow's burst), give the same
+    TCP run but for where a burst's last packets arrive: the access link serializes a burst of most
+    of its slot's service into the next slot, the interface delivers a slot's batch together.
+    Measured: the same packets sent, drops within one, completion times within one slot. Without
+    the interface (paced at the bottleneck) the run is another: drops fall by half or more."""
+    from fluidcc.packet.protocols import TCP
+
+    rtpd, fast, n = 0.05, 100_000.0, 4
+    bottleneck = Link("b", 1000.0, rtpd / 2 - 1e-4, buffer_packets=50)
+    behind_links = Network((bottleneck, *(Link(f"nic{i}", fast, 1e-4, buffer_packets=100_000) for i in range(n))),
+                           tuple(Flow(f"f{i}", (f"nic{i}", "b")) for i in range(n)))
+    with_interface = Network((bottleneck,), tuple(Flow(f"f{i}", ("b",), access_delay_s=1e-4, interface_pps=fast)
+                                                  for i in range(n)))
+    flows = FlowTable(np.linspace(0.0, 0.3, n), [3000, 1000, np.inf, 500], route=np.arange(n))
+    a, b = (simulate(network, TCP(), flows, duration_s=5.0, slot_s=1e-3, seeds=[1]) for network in
+            (behind_links, with_interface))
+    assert a.dropped.values.sum() > 50  # bursts overflow the bottleneck
+    assert np.array_equal(a.sent.values, b.sent.values)
+    assert np.all(np.abs(a.dropped.values - b.dropped.values) <= 1)
+    finished = np.isfinite(a.fct.values)
+    assert finished.sum() == 2 and np.array_equal(finished, np.isfinite(b.fct.values))
+    assert np.all(np.abs(a.fct.values[finished] - b.fct.values[finished]) <= 1e-3 + 1e-9)
+    assert float(b.queue_mean.sel(link="b")[0]) == pytest.approx(float(a.queue_mean.sel(link="b")[0]), rel=0.02)
+    paced = Network((bottleneck,), tuple(Flow(f"f{i}", ("b",), access_delay_s=1e-4) for i in range(n)))
+    c = simulate(paced, TCP(), flows, duration_s=5.0, slot_s=1e-3, seeds=[1])
+    assert c.dropped.values.sum() < 0.75 * a.dropped.values.sum()
+
+
 def test_runs_with_fewer_flows_are_padded_whatever_the_routes_of_the_others():
     network = _two_links()
     one = FlowTable([0.0], [50], route=[0])

@@ -45,15 +45,21 @@ source how many of them advanced the cumulative acknowledgement (`n_new`), how m
 (`n_dup`), its value, the slot the data was sent (an echoed timestamp), and the header fields the
 routers stamped into the data (RCP's rate, for instance).
 
-**Sources** send through a network interface as fast as their first link: each slot a source is
-given a budget of whole packets (its first link's packets per slot, fractions carried over, at
-most one packet saved up while idle), so a window's burst leaves one link's worth per slot, as a real NIC
-would pace it, and batches stay within a slot's service. Closed-loop sources keep to the budget;
-the open-loop sources ignore it (they stand for the arrivals of many senders). A route whose first
-link is the bottleneck therefore paces its source at the bottleneck's rate; to model senders with
-faster interfaces (ns-3's or a testbed's), put an access link of their speed first on the route
-(benchmarks/packet_throughput.py does: on its TCP dumbbell, at one packet time per slot, that
-moved the mean queue from 37 % to 11 % above ns-3's).
+**Sources** send through a network interface: each slot a source is given a budget of whole
+packets (its interface's packets per slot, fractions carried over, at most one packet saved up
+while idle), so a window's burst leaves one interface's worth per slot, as a real NIC would pace
+it. The interface is the flow's `interface_pps` (`fluidcc.network.Flow`), by default as fast as
+its first link: a route whose first link is the bottleneck then paces its source at the
+bottleneck's rate, and batches stay within a slot's service. Senders with faster interfaces
+(ns-3's or a testbed's, 10 Gb/s behind a 100 Mb/s bottleneck) burst: set their interface rate.
+That stands for a private access link of that speed first on the route (whose queue only ever
+holds its own flow's burst) at half the work per slot on a one-link route: the two agree but for
+where a burst's last packets arrive, within a slot (the link serializes a burst of most of its
+slot's service into the next slot; the interface delivers a slot's batch together; test
+`test_an_interface_rate_is_a_private_access_link`). Closed-loop sources keep to the budget; the
+open-loop sources ignore it (they stand for the arrivals of many senders). On the TCP dumbbell of
+benchmarks/packet_throughput.py, at one packet time per slot, unpaced senders moved the mean
+queue from 37 % to 11 % above ns-3's.
 
 **Sources** are protocols (`fluidcc.packet.protocols`); routers are part of the protocol too
 (`stamp` and `router_step`). The engine counts, per flow, packets sent, delivered to the receiver,
@@ -127,7 +133,8 @@ class Layout:
     """The static arrays of one simulation (NumPy; they become JAX constants).
 
     Per simulated flow (F): route (F, H) link of each hop (-1 past the end), length (F,), access
-    and back (F,) whole slots to the first link and of the acknowledgements' way back (>= 1).
+    and back (F,) whole slots to the first link and of the acknowledgements' way back (>= 1),
+    interface (F,) packets per slot its source may send.
     Per link (L): service (slots per packet), per_slot (packets per slot), propagation (slots,
     fractional), buffer (packets). horizon: the calendar's length D in slots (a power of two).
     For the per-link running sums: order (F H,) sorts the hops by link, first (L,) and last (L,)
@@ -138,6 +145,7 @@ class Layout:
     length: np.ndarray
     access: np.ndarray
     back: np.ndarray
+    interface: np.ndarray
     service: np.ndarray
     per_slot: np.ndarray
     propagation: np.ndarray
@@ -171,6 +179,8 @@ class Layout:
         for i, r in enumerate(routes):
             by_route[i, : len(r)] = r
         access_s = np.array([flow.access_delay_s for flow in network.flows])
+        interface = np.array([capacity[r[0]] if flow.interface_pps is None else flow.interface_pps
+                              for flow, r in zip(network.flows, routes)]) * slot_s
         back_s = np.array([access_s[i] + sum(delays[l] for l in r) for i, r in enumerate(routes)])
         flow_route = np.asarray(flow_route, dtype=np.int64)
         route = by_route[flow_route]
@@ -191,7 +201,8 @@ class Layout:
         first = np.searchsorted(sorted_key, np.arange(len(capacity)), side="left").astype(np.int32)
         last = np.searchsorted(sorted_key, np.arange(len(capacity)), side="right").astype(np.int32)
         return cls(route=route, length=np.array([len(routes[r]) for r in flow_route], dtype=np.int32),
-                   access=access[flow_route], back=back[flow_route], service=service,
+                   access=access[flow_route], back=back[flow_route], interface=interface[flow_route],
+                   service=service,
                    per_slot=capacity * slot_s, propagation=propagation, buffer=buffer, horizon=horizon,
                    order=order, first=first, last=last)
 
@@ -363,7 +374,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         ints = calendar["ints"][row]
         return {**{k: ints[..., i].astype(kinds[k]) for i, k in enumerate(names)}, "header": calendar["header"][row]}
     zero_flows = jnp.zeros(F, jnp.int32)
-    nic = per_slot[route[:, 0]]  # a source sends at most its first link's packets per slot (its NIC)
+    nic = jnp.asarray(layout.interface)  # a source sends at most its interface's packets per slot
     direct = access == 0  # a source whose first link is at the source: its batch is due at once
 
     link_bits = jax.random.key_data(link_key).reshape(-1)[:2].astype(jnp.uint32)
