@@ -182,6 +182,7 @@ def test_a_run_does_not_depend_on_how_often_it_is_sampled():
     ({"duration_s": 1.0, "flows": FlowTable([0.0], [1], route=5)}, "route"),
     ({"duration_s": 1.0, "flows": [FlowTable([0.0], [1])] * 2}, "flows"),
     ({"duration_s": 1.0, "buffers": -1}, "buffers"),
+    ({"duration_s": 1e6, "slot_s": 0.1}, "duration"),  # 32-bit counters: at most 536 870 910 packets
 ])
 def test_bad_simulation_input_names_the_field(kwargs, field):
     with pytest.raises(ParameterError, match=field):

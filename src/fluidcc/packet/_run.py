@@ -17,7 +17,7 @@ import xarray as xr
 from .._version import __version__
 from ..errors import ParameterError
 from ..network import Network
-from .engine import Flows, Layout, Timing, check_slot, default_buffers, default_slot, simulate_slots
+from .engine import Flows, Layout, Timing, check_counts, check_slot, default_buffers, default_slot, simulate_slots
 from .workloads import FlowTable
 
 
@@ -99,6 +99,7 @@ def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] 
         raise ParameterError("flows", "different routes for one flow index across runs",
                              "per-run flow tables whose k-th flows share a route")
     layout = Layout.build(network, np.maximum(shared, 0), timing.slot_s, buffers)
+    check_counts(np.concatenate([layout.per_slot, layout.interface]), timing, float(np.max(layout.buffer)))
     params = protocol.params(network, layout, timing, tables)
     every = max(1, int(round((sample_s if sample_s is not None else duration_s / 1000.0) / timing.slot_s)))
     every = min(every, timing.n_slots)

@@ -81,11 +81,15 @@ import numpy as np
 from ..errors import ParameterError
 from ..network import Network
 
-#: Integer type of sequence numbers and packet counters (exact accounting).
-COUNT = jnp.int64
+#: Integer type of sequence numbers and packet counters (exact accounting). 32 bits: on this CPU
+#: a batch of 100 TCP runs was 1.2x faster than with 64 (same results); `check_counts` keeps a
+#: run's packets within range.
+COUNT = jnp.int32
 #: Runs of out-of-order packets a receiver keeps.
 OOO_RANGES = 16
-_NONE = np.iinfo(np.int64).max // 4  # an empty out-of-order run starts here
+_NONE = np.iinfo(np.int32).max // 4  # an empty out-of-order run starts here
+#: Most packets a link, a source or a flow may count in one run (sequence numbers stay below _NONE).
+MOST_PACKETS = _NONE - 1
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,18 @@ def check_slot(slot_s: float, duration_s: float) -> Timing:
     if not (isinstance(duration_s, (int, float)) and math.isfinite(duration_s) and duration_s > 0):
         raise ParameterError("duration", duration_s, "a simulated time > 0 s")
     return Timing(float(slot_s), int(math.ceil(duration_s / slot_s - 1e-9)))
+
+
+def check_counts(rate_per_slot, timing: Timing, extra: float = 0.0) -> None:
+    """Raise, naming the duration, if `rate_per_slot` packets a slot (the fastest link, interface
+    or source) for the whole run, plus `extra` (a buffer), could exceed the 32-bit counters."""
+    rate = float(np.max(rate_per_slot))
+    if rate * timing.n_slots + extra > MOST_PACKETS:
+        longest = max(MOST_PACKETS - extra, 0.0) / rate * timing.slot_s
+        raise ParameterError("duration", timing.n_slots * timing.slot_s,
+                             f"at most {longest:.6g} s here: a run counts at most {MOST_PACKETS} packets per "
+                             f"link and flow (32-bit counters; {rate / timing.slot_s:.6g} packets/s at the "
+                             "fastest link, interface or source); split the run")
 
 
 def link_mean_rtt(network: Network) -> np.ndarray:
@@ -297,7 +313,7 @@ def _receive(rcv_nxt, ooo_s, ooo_e, valid, s, n):
     e = s + n
     old = rcv_nxt
     overlap = jnp.maximum(0, jnp.minimum(e[:, None], ooo_e) - jnp.maximum(s[:, None], ooo_s))
-    duplicates = jnp.maximum(0, jnp.minimum(e, old) - s) + jnp.sum(overlap, axis=1)
+    duplicates = jnp.maximum(0, jnp.minimum(e, old) - s) + jnp.sum(overlap, axis=1, dtype=COUNT)
     in_order = valid & (s <= old)
     reach = jnp.where(in_order, jnp.maximum(old, e), old)
     absorbed = in_order[:, None] & (ooo_s <= reach[:, None])
@@ -441,7 +457,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         next_stage = flat_hop + 1
         due = jnp.maximum(reach.astype(jnp.int32), t + 1)
         due = jnp.maximum(due, links["last_due"][flat_flow, next_stage] + 1)
-        late = jnp.sum(moving & (due - t >= D))
+        late = jnp.sum(moving & (due - t >= D), dtype=COUNT)
         due = jnp.minimum(due, t + D - 1)
         links = {
             "credit": credit,
@@ -459,7 +475,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
                      "syn": hsyn, "header": hheader}
         where = (due % D, flat_flow, next_stage)
         cal = write(cal, where, moving, hop_batch, data_ints)
-        dropped_f = jnp.sum((m - accepted).reshape(F, H), axis=1)
+        dropped_f = jnp.sum((m - accepted).reshape(F, H), axis=1, dtype=COUNT)
         # 4. the receivers
         rn = n[rows, length].astype(COUNT)
         rsyn = syn[rows, length]
@@ -523,7 +539,7 @@ def simulate_slots(protocol, layout: Layout, flows: Flows, timing: Timing, sampl
         carry, _ = jax.lax.scan(slot, carry, jnp.arange(n_blocks * sample_every, timing.n_slots, dtype=jnp.int32))
     cal, acal, now, now_ack, rx, links, counters, proto, router = carry
     in_flight = jnp.sum(cal["ints"][..., 0], axis=(0, 2), dtype=COUNT)
-    stored = jnp.sum(jnp.where(rx["ooo_s"] < _NONE, rx["ooo_e"] - rx["ooo_s"], 0), axis=1)
+    stored = jnp.sum(jnp.where(rx["ooo_s"] < _NONE, rx["ooo_e"] - rx["ooo_s"], 0), axis=1, dtype=COUNT)
     return {**counters, "in_flight": in_flight, "received": rx["rcv_nxt"], "stored": stored,
             "samples": samples, "protocol": proto, "router": router}
 

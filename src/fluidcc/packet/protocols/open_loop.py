@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ParameterError
-from ..engine import COUNT, Send
+from ..engine import COUNT, Send, check_counts
 
 KINDS = ("poisson", "constant")
 
@@ -50,6 +50,7 @@ class OpenLoop:
             raise ParameterError("rate", rate.tolist(), f"one rate, or one per flow ({n})")
         per_slot = np.zeros(width)
         per_slot[:n] = np.broadcast_to(rate, (n,)) * timing.slot_s
+        check_counts(per_slot * 1.01, timing)  # Poisson totals stay well within 1 % of the mean here
         return jnp.asarray(per_slot)
 
     def init(self, per_slot, flows):
