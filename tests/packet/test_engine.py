@@ -159,10 +159,49 @@ def test_runs_with_fewer_flows_are_padded_whatever_the_routes_of_the_others():
     three = FlowTable([0.0, 0.0, 0.0], [50, 50, 50], route=[0, 1, 2])
     run = simulate(network, OpenLoop("constant", 400.0), [one, three], duration_s=0.5, seeds=[1, 2], slot_s=1e-3)
     assert run.sent.values.tolist() == [[50, 0, 0], [50, 50, 50]]
+    # per-flow rates follow the flow index in a group of runs narrower than the batch, too
+    rates = OpenLoop("constant", [40.0, 60.0, 20.0])
+    for groups in (1, 2):
+        run = simulate(network, rates, [one, three], duration_s=0.5, seeds=[1, 2], slot_s=1e-3, groups=groups)
+        assert run.sent.values.tolist() == [[20, 0, 0], [20, 30, 10]]
+    with pytest.raises(ParameterError, match="rate"):
+        simulate(network, OpenLoop("constant", [40.0, 60.0]), [one, three], duration_s=0.5, seeds=[1, 2],
+                 slot_s=1e-3, groups=2)
     assert run.route_index.values.tolist() == [[0, -1, -1], [0, 1, 2]]
     with pytest.raises(ParameterError, match="flows"):
         simulate(network, OpenLoop("constant", 400.0), [three, FlowTable([0.0, 0.0], [5, 5], route=[0, 2])],
                  duration_s=0.5, seeds=[1, 2], slot_s=1e-3)
+
+
+def test_groups_of_runs_each_padded_to_their_own_width_give_each_run_as_alone():
+    """A batch of 4- and 2-flow runs in two groups: every run is the run of its seed alone (no
+    padding), in every variable; the 2-flow runs' extra flows look as padding does in a batch
+    padded to 4 flows; runs stay in the order of the seeds."""
+    from fluidcc.packet.protocols import TCP
+
+    network = Network((Link("l", 1000.0, 0.01, buffer_packets=20),), (Flow("f", ("l",)),))
+
+    def table(n, seed):
+        return FlowTable(np.random.default_rng(seed).uniform(0.0, 0.5, n), np.full(n, 200.0))
+
+    seeds = [1, 2, 3, 4]
+    tables = [table(4, 1), table(2, 2), table(4, 3), table(2, 4)]
+    grouped = simulate(network, TCP(), tables, duration_s=2.0, slot_s=1e-3, seeds=seeds, groups=2)
+    assert grouped.seed.values.tolist() == seeds and grouped.sizes["flow"] == 4 and grouped.attrs["groups"] == 2
+    for k, seed in enumerate(seeds):
+        alone = simulate(network, TCP(), [tables[k]], duration_s=2.0, slot_s=1e-3, seeds=[seed])
+        mine = grouped.isel(run=[k], flow=slice(0, len(tables[k])))
+        for name in alone.data_vars:
+            assert np.array_equal(mine[name].values, alone[name].values, equal_nan=True), (k, name)
+            assert mine[name].dtype == alone[name].dtype
+    assert grouped.dropped.values.sum() > 0  # the link overflows: the runs interact with their flows
+    padded = simulate(network, TCP(), [tables[0], tables[1]], duration_s=2.0, slot_s=1e-3, seeds=seeds[:2])
+    for name, v in padded.data_vars.items():
+        if "flow" in v.dims:
+            assert np.array_equal(grouped[name].values[1, 2:], v.values[1, 2:], equal_nan=True), name
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ParameterError, match="groups"):
+            simulate(network, TCP(), tables, duration_s=0.1, slot_s=1e-3, seeds=seeds, groups=bad)
 
 
 def test_runs_are_deterministic_per_seed():

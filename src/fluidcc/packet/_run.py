@@ -64,7 +64,7 @@ def _padded(tables: list[FlowTable], timing: Timing) -> tuple[Flows, np.ndarray,
 
 def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] | None = None, *,
              duration_s: float, slot_s: float | None = None, seeds=(0,), sample_s: float | None = None,
-             buffers=None) -> xr.Dataset:
+             buffers=None, groups: int = 1) -> xr.Dataset:
     """Simulate `protocol`'s sources (and routers) on `network`, one run per seed, vmapped.
 
     flows: a `FlowTable` for every run, or one per seed (runs with fewer flows are padded with
@@ -72,7 +72,13 @@ def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] 
     give per-run tables whose flows differ only in number, times and sizes); default: one
     long-lived flow per network flow. slot_s: default one packet time at the fastest link.
     sample_s: spacing of the time series (default: about 1000 samples). buffers: per link,
-    packets (default: as the network gives, else one BDP).
+    packets (default: as the network gives, else one BDP). groups: split a batch whose runs have
+    different numbers of flows into this many groups of runs (sorted by flow count, as equal in
+    number as can be), each padded only to its own largest run and compiled once: less work on
+    padding flows, one compilation more per group. The dataset is the same shape either way (runs
+    in the order of the seeds, flows padded to the largest run). A run's random draws (the links'
+    turns; open-loop Poisson counts) depend on how many flows it is padded to, so a run in a group
+    is the run of its seed padded to its group's width, not bit for bit the one-batch run.
 
     Returns a dataset over (run, flow) and (run, link) with the time series over (run, sample, link)
     and provenance: per flow packets sent, delivered to the receiver, dropped and in flight at the
@@ -93,16 +99,33 @@ def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] 
         if not np.all(np.isfinite(buffers) & (buffers >= 0)):
             raise ParameterError("buffers", buffers.tolist(), "packets >= 0 per link")
     tables = _tables(network, flows, seeds.size)
-    arrays, route, start_slots = _padded(tables, timing)
-    shared = route.max(axis=0)  # a padded flow never starts: it takes the route of a real one
-    if np.any((route >= 0) & (route != shared)):
-        raise ParameterError("flows", "different routes for one flow index across runs",
-                             "per-run flow tables whose k-th flows share a route")
-    layout = Layout.build(network, np.maximum(shared, 0), timing.slot_s, buffers)
-    check_counts(np.concatenate([layout.per_slot, layout.interface]), timing, float(np.max(layout.buffer)))
-    params = protocol.params(network, layout, timing, tables)
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ParameterError("groups", groups, "a whole number >= 1 of groups of runs")
     every = max(1, int(round((sample_s if sample_s is not None else duration_s / 1000.0) / timing.slot_s)))
     every = min(every, timing.n_slots)
+    by_width = np.argsort([len(t) for t in tables], kind="stable")
+    parts = [p for p in np.array_split(by_width, min(int(groups), seeds.size)) if p.size]
+    _shared_routes(_padded(tables, timing)[1])  # the whole batch's tables agree, whatever the groups
+    if len(parts) == 1:
+        return _simulate_batch(network, protocol, tables, tables, seeds, timing, every, buffers)
+    done = [_simulate_batch(network, protocol, [tables[k] for k in part], tables, seeds[part], timing, every,
+                            buffers) for part in parts]
+    width = max(d.sizes["flow"] for d in done)
+    whole = xr.concat([_padded_flows(d, width) for d in done], dim="run", combine_attrs="override")
+    whole = whole.isel(run=np.argsort(np.concatenate(parts)))
+    whole.attrs.update(wall_s=float(sum(d.attrs["wall_s"] for d in done)), groups=len(parts),
+                       calendar_slots=max(int(d.attrs["calendar_slots"]) for d in done))
+    return whole
+
+
+def _simulate_batch(network, protocol, tables, all_tables, seeds, timing: Timing, every: int, buffers) -> xr.Dataset:
+    """One compiled batch: `tables` padded to the widest; `all_tables` (the whole batch's, of
+    which these may be a group) go to the protocol, whose per-flow settings follow them."""
+    arrays, route, start_slots = _padded(tables, timing)
+    shared = _shared_routes(route)
+    layout = Layout.build(network, np.maximum(shared, 0), timing.slot_s, buffers)
+    check_counts(np.concatenate([layout.per_slot, layout.interface]), timing, float(np.max(layout.buffer)))
+    params = protocol.params(network, layout, timing, all_tables)
 
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
     batched = getattr(protocol, "batched_params", False)
@@ -113,6 +136,23 @@ def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] 
     if spread:
         out = jax.tree_util.tree_map(lambda a: a[: seeds.size], out)
     return _dataset(network, protocol, tables, layout, timing, seeds, every, start_slots, out, wall)
+
+
+def _shared_routes(route: np.ndarray) -> np.ndarray:
+    """Per flow index, the route its runs share (a padded flow, -1, takes that of a real one)."""
+    shared = route.max(axis=0)
+    if np.any((route >= 0) & (route != shared)):
+        raise ParameterError("flows", "different routes for one flow index across runs",
+                             "per-run flow tables whose k-th flows share a route")
+    return shared
+
+
+def _padded_flows(run: xr.Dataset, width: int) -> xr.Dataset:
+    """`run` with flows added up to `width`, as padding flows come out of the engine: counts 0,
+    times and sizes NaN, route index -1."""
+    fill = {name: (-1 if name == "route_index" else np.nan if v.dtype.kind == "f" else 0)
+            for name, v in run.data_vars.items() if "flow" in v.dims}
+    return run.reindex(flow=np.arange(width), fill_value=fill)
 
 
 def _spread(keys, arrays: Flows, params, batched: bool):

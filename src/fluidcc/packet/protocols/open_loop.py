@@ -66,8 +66,8 @@ class OpenLoop:
         n = max(len(t) for t in tables)
         if rate.size not in (1, n):
             raise ParameterError("rate", rate.tolist(), f"one rate, or one per flow ({n})")
-        per_slot = np.zeros(width)
-        per_slot[:n] = np.broadcast_to(rate, (n,)) * timing.slot_s
+        # `tables` are the whole batch's; a group of its runs (simulate's `groups`) may be narrower
+        per_slot = np.broadcast_to(rate, (n,))[:width] * timing.slot_s
         check_counts(per_slot * 1.01, timing)  # Poisson totals stay well within 1 % of the mean here
         tabulated = self.kind == "poisson" and per_slot.max() <= TABLE_MEAN
         table = poisson_table(per_slot) if tabulated else np.zeros((width, 0))
