@@ -4,19 +4,20 @@ The issue's dumbbell: long-lived TCP NewReno flows through one 100 Mb/s bottlene
 packets/s of 1000 bytes), RTPD 80 ms, drop-tail buffer of one BDP (1000 packets), 60 s simulated,
 flows starting uniformly in [0, 1) s; as in the ns-3 program, each sender has a 10 Gb/s interface
 (2 us from the bottleneck), so its bursts are not paced at the bottleneck's rate. (a) one run of
-50 flows; (b) a batch of runs with different
-seeds and flow counts (one vmap; fewer flows are padded). The first call of each shape compiles;
-the figures are the second call's. With `--ns3`, the same dumbbell runs in ns-3
-(benchmarks/ns3/, built here with build.sh; limited transmit off, as fluidcc's TCP) for the same
-number of seeds, and the two are compared on utilization, mean queue, drop rate, Jain's index and
-packets dropped per loss event (fast recoveries and timeouts: counted from 1 s on in ns-3, whose
-sockets exist once every flow has started; over the whole run in fluidcc, whose first second
-holds 0-22 of about 1 300 events per run).
+50 flows; (b) a batch of runs with different seeds and flow counts, in two groups of runs of
+similar flow count (`simulate(..., groups=2)`: one vmap each, each group padded to its own widest
+run). The first call of each shape compiles; the figures are the second call's (the first call's
+are printed beside them). With `--ns3`, the same dumbbell runs in ns-3 (benchmarks/ns3/, built
+here with build.sh; limited transmit off, as fluidcc's TCP) for the same number of seeds, and the
+two are compared on utilization, mean queue, drop rate, Jain's index and packets dropped per loss
+event (fast recoveries and timeouts: counted from 1 s on in ns-3, whose sockets exist once every
+flow has started; over the whole run in fluidcc, whose first second holds 0-22 of about 1 300
+events per run).
 
 Run:
 
     PYTHONPATH=src python benchmarks/packet_throughput.py [--duration 60] [--batch 100] \
-        [--slot-packets 10] [--seeds 5] [--ns3]
+        [--groups 2] [--slot-packets 10] [--seeds 5] [--ns3]
 """
 
 from __future__ import annotations
@@ -74,14 +75,17 @@ def measures(run, duration: float) -> dict:
     return {key: float(np.mean([o[key] for o in out])) for key in out[0]}
 
 
-def run_fluidcc(n_flows: list[int], seeds: list[int], duration: float, slot: float):
+def run_fluidcc(n_flows: list[int], seeds: list[int], duration: float, slot: float, groups: int = 1):
+    """Returns the run, the second call's wall time and the first's (compilation included)."""
     tables = [flows(n, s) for n, s in zip(n_flows, seeds)]
     network = dumbbell(max(n_flows))
-    simulate(network, TCP(), tables, duration_s=duration, slot_s=slot, seeds=seeds)  # compile
     begin = time.perf_counter()
-    run = simulate(network, TCP(), tables, duration_s=duration, slot_s=slot, seeds=seeds)
+    simulate(network, TCP(), tables, duration_s=duration, slot_s=slot, seeds=seeds, groups=groups)  # compiles
+    first = time.perf_counter() - begin
+    begin = time.perf_counter()
+    run = simulate(network, TCP(), tables, duration_s=duration, slot_s=slot, seeds=seeds, groups=groups)
     wall = time.perf_counter() - begin
-    return run, wall
+    return run, wall, first
 
 
 def run_ns3(n: int, seed: int, duration: float) -> dict:
@@ -98,14 +102,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=60.0, help="simulated seconds")
     parser.add_argument("--batch", type=int, default=100, help="runs in the batch of (b) (0: skip (b))")
+    parser.add_argument("--groups", type=int, default=2,
+                        help="groups of runs of similar flow count in (b), each padded to its own widest run")
     parser.add_argument("--slot-packets", type=float, default=10.0, help="bottleneck packet times per slot")
     parser.add_argument("--seeds", type=int, default=5, help="seeds for the comparison with ns-3")
     parser.add_argument("--ns3", action="store_true", help="run ns-3 too (needs Debian's libns3-dev)")
     args = parser.parse_args()
     slot = args.slot_packets / CAPACITY
     seeds = list(range(1, args.seeds + 1))
-    run, wall = run_fluidcc([50] * len(seeds), seeds, args.duration, slot)
-    one, wall_one = run_fluidcc([50], [1], args.duration, slot)
+    run, _, _ = run_fluidcc([50] * len(seeds), seeds, args.duration, slot)
+    one, wall_one, _ = run_fluidcc([50], [1], args.duration, slot)
     forwarded = float(one.link_accepted.sel(link="bottleneck").sum())
     print(f"(a) one run, 50 flows: {forwarded:.0f} packets forwarded in {wall_one:.2f} s = "
           f"{forwarded / wall_one:,.0f} packets/s ({args.duration:g} s simulated, slot {args.slot_packets:g} "
@@ -113,10 +119,11 @@ def main() -> int:
     forwarded_b = wall_b = None
     if args.batch > 0:
         counts = [int(n) for n in np.linspace(25, 75, args.batch).round()]
-        batch, wall_b = run_fluidcc(counts, list(range(1, args.batch + 1)), args.duration, slot)
+        batch, wall_b, first_b = run_fluidcc(counts, list(range(1, args.batch + 1)), args.duration, slot, args.groups)
         forwarded_b = float(batch.link_accepted.sel(link="bottleneck").sum())
-        print(f"(b) batch of {args.batch} (25-75 flows): {forwarded_b:.0f} packets forwarded in {wall_b:.2f} s = "
-              f"{forwarded_b / wall_b:,.0f} packets/s")
+        print(f"(b) batch of {args.batch} (25-75 flows) in {args.groups} group(s): {forwarded_b:.0f} packets forwarded "
+              f"in {wall_b:.2f} s = {forwarded_b / wall_b:,.0f} packets/s (first call, compiling: {first_b:.2f} s = "
+              f"{forwarded_b / first_b:,.0f} packets/s)")
     ours = measures(run, args.duration)
     print(f"fluidcc, 50 flows, mean over {len(seeds)} seeds: " + ", ".join(f"{k} {v:.6g}" for k, v in ours.items()))
     if args.ns3:
