@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fluidcc.errors import ParameterError
 from fluidcc.network import Flow, Link, Network
@@ -202,6 +204,26 @@ def test_groups_of_runs_each_padded_to_their_own_width_give_each_run_as_alone():
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ParameterError, match="groups"):
             simulate(network, TCP(), tables, duration_s=0.1, slot_s=1e-3, seeds=seeds, groups=bad)
+
+
+@given(st.lists(st.integers(1, 60), min_size=1, max_size=9), st.integers(1, 4))
+def test_groups_of_runs_balance_the_largest_padded_work(widths, groups):
+    """Every run in exactly one group; a group's runs are consecutive in flow count; no more
+    groups than asked; and the largest group's work (runs x widest run) is the least of every
+    split of the runs, sorted by flow count, into that many consecutive groups (brute force)."""
+    from itertools import combinations
+
+    from fluidcc.packet._run import _balanced_groups
+
+    w = np.array(widths)
+    parts = _balanced_groups(w, groups)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(len(w))) and len(parts) <= groups
+    spans = [(w[p].min(), w[p].max()) for p in parts]
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # narrow groups first, not overlapping
+    ordered = np.sort(w)
+    best = min(max(len(g) * g.max() for g in np.split(ordered, list(cuts)))
+               for k in range(min(groups, len(w))) for cuts in combinations(range(1, len(w)), k))
+    assert max(len(p) * w[p].max() for p in parts) == best
 
 
 def test_runs_are_deterministic_per_seed():
