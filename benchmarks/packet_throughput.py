@@ -4,8 +4,8 @@ The issue's dumbbell: long-lived TCP NewReno flows through one 100 Mb/s bottlene
 packets/s of 1000 bytes), RTPD 80 ms, drop-tail buffer of one BDP (1000 packets), 60 s simulated,
 flows starting uniformly in [0, 1) s; as in the ns-3 program, each sender has a 10 Gb/s interface
 (2 us from the bottleneck), so its bursts are not paced at the bottleneck's rate. (a) one run of
-50 flows; (b) a batch of runs with different seeds and flow counts, in two groups of runs of
-similar flow count (`simulate(..., groups=2)`: one vmap each, each group padded to its own widest
+50 flows; (b) a batch of runs with different seeds and flow counts, in three groups of runs of
+similar flow count (`simulate(..., groups=3)`: one vmap each, each group padded to its own widest
 run). The first call of each shape compiles; the figures are the second call's (the first call's
 are printed beside them). With `--ns3`, the same dumbbell runs in ns-3 (benchmarks/ns3/, built
 here with build.sh; limited transmit off, as fluidcc's TCP) for the same number of seeds, and the
@@ -17,7 +17,7 @@ events per run).
 Run:
 
     PYTHONPATH=src python benchmarks/packet_throughput.py [--duration 60] [--batch 100] \
-        [--groups 2] [--slot-packets 10] [--seeds 5] [--ns3]
+        [--groups 3] [--slot-packets 10] [--seeds 5] [--ns3]
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=60.0, help="simulated seconds")
     parser.add_argument("--batch", type=int, default=100, help="runs in the batch of (b) (0: skip (b))")
-    parser.add_argument("--groups", type=int, default=2,
+    parser.add_argument("--groups", type=int, default=3,
                         help="groups of runs of similar flow count in (b), each padded to its own widest run")
     parser.add_argument("--slot-packets", type=float, default=10.0, help="bottleneck packet times per slot")
     parser.add_argument("--seeds", type=int, default=5, help="seeds for the comparison with ns-3")
