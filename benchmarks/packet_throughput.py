@@ -60,7 +60,8 @@ def flows(n: int, seed: int) -> FlowTable:
 
 
 def measures(run, duration: float) -> dict:
-    """Per run: utilization, mean queue, drop rate, Jain's index of the flows' goodput."""
+    """Per run: utilization, mean queue, drop rate, Jain's index of the flows' goodput, packets
+    dropped per loss event and loss events per 1000 packets forwarded."""
     out = []
     for k in range(run.sizes["run"]):
         v = run.isel(run=k).sel(link="bottleneck")
@@ -71,7 +72,8 @@ def measures(run, duration: float) -> dict:
         out.append({"utilization": accepted / (CAPACITY * duration), "mean_queue": float(v.queue_mean),
                     "drop_rate": dropped / (accepted + dropped),
                     "jain": float(jain_fairness(v.received.values[real].astype(float))),
-                    "drops_per_loss_event": dropped / max(events, 1.0)})
+                    "drops_per_loss_event": dropped / max(events, 1.0),
+                    "loss_events_per_1000": 1000.0 * events / accepted})
     return {key: float(np.mean([o[key] for o in out])) for key in out[0]}
 
 
@@ -133,6 +135,8 @@ def main() -> int:
                   "drop_rate": np.mean([r["drop_rate"] for r in results]),
                   "jain": np.mean([r["jain"] for r in results]),
                   "drops_per_loss_event": np.mean([r["packets_dropped"] / max(r["recoveries"] + r["timeouts"], 1)
+                                                   for r in results]),
+                  "loss_events_per_1000": np.mean([1000.0 * (r["recoveries"] + r["timeouts"]) / r["data_packets_forwarded"]
                                                    for r in results])}
         ns3_rate = np.mean([r["packets_forwarded"] / r["wall_s"] for r in results])
         print(f"ns-3, 50 flows, mean over {len(seeds)} seeds: " + ", ".join(f"{k} {v:.6g}" for k, v in theirs.items())
