@@ -35,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._batching import climb, largest_magnitude, max_difference, run_in_chunks
+
 @functools.lru_cache(maxsize=None)
 def lobatto_nodes(n: int) -> np.ndarray:
     """The n Chebyshev-Lobatto points mapped to [0, 1], ascending (0 and 1 included)."""
@@ -235,38 +237,20 @@ class ChebyshevRunner:
         cap = 1 << (cap.bit_length() - 1)
         return max(1, min(self.batch_chunk, cap, 1 << (max(per_device, 1) - 1).bit_length()))
 
-    def run(self, points: np.ndarray, pieces: int, nodes: int):
-        size = len(points)
-        ys = np.empty((size, self.grid.shape[1], self.n_states))
-        over = np.empty(size)
-        nan = np.empty(size)
+    def run(self, points: np.ndarray, resolution: tuple[int, int]):
+        """Integrate `points` (indices into the batch) at (pieces per delay, nodes per piece)."""
+        pieces, nodes = resolution
         n_intervals = max(1, int(np.max(np.ceil(self.t_final[points] / self.tau[points] - 1e-9))))
         slots = save_slots(self.tau[points], self.grid[points], n_intervals)
         slots = 1 << (slots - 1).bit_length()
-        chunk = self.chunk_size(size, pieces, nodes)
-        pending = []
-        for start in range(0, size, chunk):
-            sel = points[start : start + chunk]
-            padded = np.concatenate([sel, np.full(chunk - len(sel), sel[-1])])
-            device = self.devices[(start // chunk) % len(self.devices)]
-            put = functools.partial(jax.device_put, device=device)
-            params = jax.tree_util.tree_map(put, self.take(self.params, padded))
-            outputs = _kernel(self.system, pieces, nodes, n_intervals, self.n_states, slots, params,
-                              put(self.tau[padded]), put(self.grid[padded]))
-            pending.append((start, len(sel), outputs))
-            while len(pending) > max(2, len(self.devices)):
-                self._collect(pending.pop(0), ys, over, nan, size)
-        for item in pending:
-            self._collect(item, ys, over, nan, size)
-        return ys, over, nan
 
-    def _collect(self, item, ys, over, nan, size):
-        start, n, (saves, o, m) = item
-        ys[start : start + n] = np.asarray(saves)[:n]
-        over[start : start + n] = np.asarray(o)[:n]
-        nan[start : start + n] = np.asarray(m)[:n]
-        if self.progress is not None:
-            self.progress(start + n, size)
+        def launch(padded, put):
+            params = jax.tree_util.tree_map(put, self.take(self.params, padded))
+            return _kernel(self.system, pieces, nodes, n_intervals, self.n_states, slots, params,
+                           put(self.tau[padded]), put(self.grid[padded]))
+
+        return run_in_chunks(points, self.chunk_size(len(points), pieces, nodes), self.grid.shape[1],
+                             self.n_states, launch, self.progress)
 
 
 def resolution_ladder(pieces: int, nodes: int, max_pieces: int, max_nodes: int = 32) -> list[tuple[int, int]]:
@@ -283,38 +267,13 @@ def resolution_ladder(pieces: int, nodes: int, max_pieces: int, max_nodes: int =
 def relative_difference(fine: np.ndarray, coarse: np.ndarray, positive: tuple[bool, ...]) -> np.ndarray:
     """max |fine - coarse| per point (B,): relative to the value itself for positive components
     (windows, rates), relative to the component's largest magnitude for the others."""
-    mask = np.asarray(positive)
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        largest = np.maximum(np.nanmax(np.abs(fine), axis=1, keepdims=True), 1e-300)
-        scale = np.where(mask, np.abs(fine), largest)
-        diff = np.abs(fine - coarse) / scale
-    diff = np.where(np.isfinite(fine) & np.isfinite(coarse) & np.isfinite(diff), diff, np.inf)
-    return np.max(diff, axis=(1, 2))
+    return max_difference(fine, coarse, np.where(np.asarray(positive), np.abs(fine), largest_magnitude(fine)))
 
 
 def refine(runner: ChebyshevRunner, size: int, ladder: list[tuple[int, int]], rtol: float | None,
            positive: tuple[bool, ...]):
     """Solve at ladder[0]; with rtol, climb the ladder per point until two successive resolutions
-    agree to rtol (the finer one is kept). Returns ys, over, nan, the resolution index used,
-    the error estimate (None without rtol) and the points that did not reach rtol."""
-    everyone = np.arange(size)
-    ys, over, nan = runner.run(everyone, *ladder[0])
-    level = np.zeros(size, dtype=np.int64)
-    if rtol is None:
-        return ys, over, nan, level, None, np.zeros(size, dtype=bool)
-    error = np.full(size, np.inf)
-    pending = everyone
-    for index, resolution in enumerate(ladder[1:], start=1):
-        healthy = ~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])
-        pending = pending[healthy]
-        if not pending.size:
-            break
-        ys_next, over_next, nan_next = runner.run(pending, *resolution)
-        error[pending] = relative_difference(ys_next, ys[pending], positive)
-        ys[pending], over[pending], nan[pending] = ys_next, over_next, nan_next
-        level[pending] = index
-        pending = pending[error[pending] > rtol]
-    failed = np.zeros(size, dtype=bool)
-    healthy = ~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])
-    failed[pending[healthy]] = True
-    return ys, over, nan, level, error, failed
+    agree to rtol (the finer one is kept; `_batching.climb`). Returns ys, over, nan, the
+    resolution index used, the error estimate (None without rtol) and the points that did not
+    reach rtol."""
+    return climb(runner.run, size, ladder, lambda fine, coarse: relative_difference(fine, coarse, positive), rtol)

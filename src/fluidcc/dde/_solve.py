@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from typing import Any, Callable
@@ -12,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError, ShapeError
+from ._batching import climb, largest_magnitude, max_difference, run_in_chunks
 from ._rk4 import KernelShape, history_chunks, launch_kernel, plan_saves
 from ._solution import Solution, Status, status_message
 from ._system import DDESystem
@@ -304,24 +304,13 @@ class _Runner:
         self.history_chunks = history_chunks(delays)
         self.tau_min = np.min(delays, axis=1)
         self.devices = jax.local_devices()
-        self.in_flight = max(2, len(self.devices))
 
     def run(self, points: np.ndarray, steps: int):
         """Integrate `points` (indices into the batch) at `steps` per smallest delay."""
-        size = len(points)
-        z = np.empty((size, self.grid.shape[1], self.n_states))
-        over = np.empty(size)
-        nan = np.empty(size)
-        chunk = self.chunk_size(size, steps)
-        n_chunks = int(np.max(np.ceil(self.t_final[points] / self.tau_min[points] - 1e-9)))
-        n_chunks = max(n_chunks, 1)
-        pending = []
-        for start in range(0, size, chunk):
-            sel = points[start : start + chunk]
-            padded = np.concatenate([sel, np.full(chunk - len(sel), sel[-1])])
-            save_pos, save_start, slots = plan_saves(
-                self.tau_min[padded], steps, n_chunks, self.grid[padded]
-            )
+        n_chunks = max(1, int(np.max(np.ceil(self.t_final[points] / self.tau_min[points] - 1e-9))))
+
+        def launch(padded, put):
+            save_pos, save_start, slots = plan_saves(self.tau_min[padded], steps, n_chunks, self.grid[padded])
             shape = KernelShape(
                 steps_per_delay=steps,
                 n_chunks=n_chunks,
@@ -334,20 +323,12 @@ class _Runner:
                 nonnegative_mask=self.nonnegative,
                 ledger=self.ledger,
             )
-            device = self.devices[(start // chunk) % len(self.devices)]
-            put = functools.partial(jax.device_put, device=device)
             params = jax.tree_util.tree_map(put, take(self.params, padded))
-            # JAX dispatches asynchronously: keeping a few chunks in flight lets the runtime
-            # execute them on several cores at once.
-            pending.append((start, len(sel), launch_kernel(
-                self.system, shape, params, put(self.t_final[padded]), put(save_pos), put(save_start),
-            )))
-            while len(pending) > self.in_flight:
-                self._collect(pending.pop(0), z, over, nan, size)
-        for item in pending:
-            self._collect(item, z, over, nan, size)
-        return z, over, nan
+            return launch_kernel(self.system, shape, params, put(self.t_final[padded]), put(save_pos),
+                                 put(save_start))
 
+        return run_in_chunks(points, self.chunk_size(len(points), steps), self.grid.shape[1], self.n_states,
+                             launch, self.progress)
 
     def chunk_size(self, size: int, steps: int) -> int:
         """Points integrated together at `steps` per smallest delay.
@@ -362,13 +343,6 @@ class _Runner:
         # its points (a single network simulation would do 16 times the work).
         smallest = min(_MIN_CHUNK, _round_up_pow2(size))
         return min(self.batch_chunk, cache_cap, max(smallest, _round_up_pow2(per_device)))
-
-    def _collect(self, item, z, over, nan, size):
-        start, n, outputs = item
-        zc, oc, nc = (np.asarray(a) for a in outputs)
-        z[start : start + n], over[start : start + n], nan[start : start + n] = zc[:n], oc[:n], nc[:n]
-        if self.progress is not None:
-            self.progress(start + n, size)
 
 
 #: Largest steps-per-delay x points of one chunk. Measured on a 2-core CPU (MIAIMD, 10 000 points
@@ -386,33 +360,18 @@ def _round_up_pow2(value: int) -> int:
 
 
 def _error(z_fine: np.ndarray, z_coarse: np.ndarray, log_mask: tuple[bool, ...]) -> np.ndarray:
-    """Richardson estimate of the fine solution's max error per point (order 4: difference / 15)."""
-    mask = np.asarray(log_mask)
-    scale = np.where(mask, 1.0, np.maximum(np.nanmax(np.abs(z_fine), axis=1, keepdims=True), 1e-300))
-    with np.errstate(invalid="ignore", over="ignore"):  # non-finite points count as inf below
-        diff = np.abs(z_fine - z_coarse) / scale / 15.0
-    diff = np.where(np.isfinite(z_fine) & np.isfinite(z_coarse), diff, np.inf)
-    return np.max(diff, axis=(1, 2))
+    """Richardson estimate of the fine solution's max error per point (order 4: difference / 15);
+    log-space components absolutely (a relative error), the others relative to their largest
+    magnitude."""
+    return max_difference(z_fine, z_coarse, 15.0 * np.where(np.asarray(log_mask), 1.0, largest_magnitude(z_fine)))
 
 
 def _refine(runner: _Runner, size: int, steps: int, max_steps: int, rtol: float, log_mask):
-    """Fixed-step solves at increasing resolution until each point's error estimate <= rtol."""
-    everyone = np.arange(size)
-    z_coarse, _, _ = runner.run(everyone, steps // 2)
-    z, over, nan = runner.run(everyone, steps)
-    used = np.full(size, steps)
-    error = _error(z, z_coarse, log_mask)
-    healthy = ~np.isfinite(over) & ~np.isfinite(nan)
-    pending = everyone[(error > rtol) & healthy]
-    level = steps
-    while pending.size and level * 2 <= max_steps:
-        level *= 2
-        z_next, over_next, nan_next = runner.run(pending, level)
-        error[pending] = _error(z_next, z[pending], log_mask)
-        z[pending], over[pending], nan[pending] = z_next, over_next, nan_next
-        used[pending] = level
-        healthy = ~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])
-        pending = pending[(error[pending] > rtol) & healthy]
-    tolerance_failed = np.zeros(size, dtype=bool)
-    tolerance_failed[pending] = True
-    return z, over, nan, used, error, tolerance_failed
+    """Fixed-step solves at steps/2, steps, 2 steps, ... (up to max_steps) per smallest delay,
+    until each point's error estimate is at most rtol."""
+    rungs = [steps // 2, steps]
+    while rungs[-1] * 2 <= max_steps:
+        rungs.append(rungs[-1] * 2)
+    z, over, nan, rung, error, tolerance_failed = climb(
+        runner.run, size, rungs, lambda fine, coarse: _error(fine, coarse, log_mask), rtol)
+    return z, over, nan, np.asarray(rungs)[rung], error, tolerance_failed

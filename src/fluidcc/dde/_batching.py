@@ -1,0 +1,96 @@
+"""What the JAX solvers share: a batch run in chunks over the devices, and refinement by rungs.
+
+Both JAX methods (RK4, `_solve`; exponential Chebyshev, `_chebyshev`) integrate any subset of a
+batch at one resolution with a kernel of fixed shape, and refine a point by solving it again at
+the next resolution until two successive solutions agree. They differ only in the kernel they
+launch, in their ladder of resolutions and in how they turn two solutions into an error
+estimate.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+import jax
+import numpy as np
+
+
+def run_in_chunks(points: np.ndarray, chunk: int, n_saves: int, n_states: int,
+                  launch: Callable, progress=None):
+    """Launch `launch(padded, put)` for each chunk of `points` (indices into the batch; the last
+    chunk padded with copies of its last point), the chunks dealt to the JAX devices in turn;
+    `put` places an array on the chunk's device. `launch` returns (saves (chunk, n_saves,
+    n_states), overflow time (chunk,), non-finite time (chunk,)). JAX dispatches asynchronously,
+    so a few chunks are kept in flight: the devices (cores) then run them at once. Returns the
+    three gathered over `points`; `progress(done, total)` is called as chunks finish."""
+    devices = jax.local_devices()
+    in_flight = max(2, len(devices))
+    size = len(points)
+    saves = np.empty((size, n_saves, n_states))
+    over = np.empty(size)
+    nan = np.empty(size)
+
+    def collect(item):
+        start, n, outputs = item
+        s, o, m = (np.asarray(a) for a in outputs)
+        saves[start : start + n], over[start : start + n], nan[start : start + n] = s[:n], o[:n], m[:n]
+        if progress is not None:
+            progress(start + n, size)
+
+    pending = []
+    for start in range(0, size, chunk):
+        sel = points[start : start + chunk]
+        padded = np.concatenate([sel, np.full(chunk - len(sel), sel[-1])])
+        put = functools.partial(jax.device_put, device=devices[(start // chunk) % len(devices)])
+        pending.append((start, len(sel), launch(padded, put)))
+        while len(pending) > in_flight:
+            collect(pending.pop(0))
+    for item in pending:
+        collect(item)
+    return saves, over, nan
+
+
+def climb(run: Callable, size: int, rungs: Sequence, estimate: Callable, rtol: float | None):
+    """Refinement by rungs. Every point is solved at rungs[0] and, with rtol, at rungs[1]; from
+    then on, rung by rung, only the points whose estimate (of their last two solutions) is above
+    rtol and whose solution is still finite. The finer solution is kept.
+
+    run(points, rung) -> (saves, overflow time, non-finite time) for those points;
+    estimate(fine, coarse) -> error per point. Returns saves, overflow, non-finite, the index of
+    the rung each point ended on, the error estimate (None without rtol) and the points that are
+    finite but did not reach rtol."""
+    everyone = np.arange(size)
+    saves, over, nan = run(everyone, rungs[0])
+    rung = np.zeros(size, dtype=np.int64)
+    if rtol is None:
+        return saves, over, nan, rung, None, np.zeros(size, dtype=bool)
+    error = np.full(size, np.inf)
+    pending = everyone
+    for index, resolution in enumerate(rungs[1:], start=1):
+        if not pending.size:
+            break
+        finer, over_f, nan_f = run(pending, resolution)
+        error[pending] = estimate(finer, saves[pending])
+        saves[pending], over[pending], nan[pending] = finer, over_f, nan_f
+        rung[pending] = index
+        healthy = ~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])
+        pending = pending[(error[pending] > rtol) & healthy]
+    failed = np.zeros(size, dtype=bool)  # (with one rung only, every finite point: no estimate)
+    failed[pending[~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])]] = True
+    return saves, over, nan, rung, error, failed
+
+
+def largest_magnitude(saves: np.ndarray) -> np.ndarray:
+    """Per point and component, the largest magnitude over the saves (at least 1e-300)."""
+    with np.errstate(invalid="ignore"):
+        return np.maximum(np.nanmax(np.abs(saves), axis=1, keepdims=True), 1e-300)
+
+
+def max_difference(fine: np.ndarray, coarse: np.ndarray, scale) -> np.ndarray:
+    """max over saves and components of |fine - coarse| / scale, per point; inf where either
+    solution (or the quotient) is not finite."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        diff = np.abs(fine - coarse) / scale
+    diff = np.where(np.isfinite(fine) & np.isfinite(coarse) & np.isfinite(diff), diff, np.inf)
+    return np.max(diff, axis=(1, 2))
