@@ -170,9 +170,10 @@ def test_runs_with_fewer_flows_are_padded_whatever_the_routes_of_the_others():
         simulate(network, OpenLoop("constant", [40.0, 60.0]), [one, three], duration_s=0.5, seeds=[1, 2],
                  slot_s=1e-3, groups=2)
     assert run.route_index.values.tolist() == [[0, -1, -1], [0, 1, 2]]
-    with pytest.raises(ParameterError, match="flows"):
-        simulate(network, OpenLoop("constant", 400.0), [three, FlowTable([0.0, 0.0], [5, 5], route=[0, 2])],
-                 duration_s=0.5, seeds=[1, 2], slot_s=1e-3)
+    for groups in (1, 2):  # in groups too, though each group's own flows would agree
+        with pytest.raises(ParameterError, match="flows"):
+            simulate(network, OpenLoop("constant", 400.0), [three, FlowTable([0.0, 0.0], [5, 5], route=[0, 2])],
+                     duration_s=0.5, seeds=[1, 2], slot_s=1e-3, groups=groups)
 
 
 def test_groups_of_runs_each_padded_to_their_own_width_give_each_run_as_alone():

@@ -37,6 +37,7 @@ import numpy as np
 
 from ._batching import climb, largest_magnitude, max_difference, run_in_chunks
 
+
 @functools.lru_cache(maxsize=None)
 def lobatto_nodes(n: int) -> np.ndarray:
     """The n Chebyshev-Lobatto points mapped to [0, 1], ascending (0 and 1 included)."""

@@ -108,9 +108,9 @@ def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] 
     every = min(every, timing.n_slots)
     widths = np.array([len(t) for t in tables])
     parts = _balanced_groups(widths, min(int(groups), seeds.size))
-    _shared_routes(_padded(tables, timing)[1])  # the whole batch's tables agree, whatever the groups
     if len(parts) == 1:
         return _simulate_batch(network, protocol, tables, tables, seeds, timing, every, buffers)
+    _shared_routes(_padded(tables, timing)[1])  # the whole batch's tables agree, whatever the groups
     started = time.perf_counter()
     done = [_simulate_batch(network, protocol, [tables[k] for k in part], tables, seeds[part], timing, every,
                             buffers) for part in parts]
