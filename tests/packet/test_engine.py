@@ -161,15 +161,16 @@ def test_runs_with_fewer_flows_are_padded_whatever_the_routes_of_the_others():
     three = FlowTable([0.0, 0.0, 0.0], [50, 50, 50], route=[0, 1, 2])
     run = simulate(network, OpenLoop("constant", 400.0), [one, three], duration_s=0.5, seeds=[1, 2], slot_s=1e-3)
     assert run.sent.values.tolist() == [[50, 0, 0], [50, 50, 50]]
+    assert run.route_index.values.tolist() == [[0, -1, -1], [0, 1, 2]]
     # per-flow rates follow the flow index in a group of runs narrower than the batch, too
     rates = OpenLoop("constant", [40.0, 60.0, 20.0])
     for groups in (1, 2):
-        run = simulate(network, rates, [one, three], duration_s=0.5, seeds=[1, 2], slot_s=1e-3, groups=groups)
-        assert run.sent.values.tolist() == [[20, 0, 0], [20, 30, 10]]
+        grouped = simulate(network, rates, [one, three], duration_s=0.5, seeds=[1, 2], slot_s=1e-3, groups=groups)
+        assert grouped.sent.values.tolist() == [[20, 0, 0], [20, 30, 10]]
+        assert grouped.route_index.values.tolist() == [[0, -1, -1], [0, 1, 2]]
     with pytest.raises(ParameterError, match="rate"):
         simulate(network, OpenLoop("constant", [40.0, 60.0]), [one, three], duration_s=0.5, seeds=[1, 2],
                  slot_s=1e-3, groups=2)
-    assert run.route_index.values.tolist() == [[0, -1, -1], [0, 1, 2]]
     for groups in (1, 2):  # in groups too, though each group's own flows would agree
         with pytest.raises(ParameterError, match="flows"):
             simulate(network, OpenLoop("constant", 400.0), [three, FlowTable([0.0, 0.0], [5, 5], route=[0, 2])],
