@@ -86,65 +86,76 @@ def _combine(left, right):
     return left[0] * right[0], left[1] * right[0] + right[1]
 
 
-@functools.partial(jax.jit, static_argnames=("system", "pieces", "nodes", "n_intervals", "n_states", "slots"))
-def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, slots: int, params, tau, grid):
+def _batch_last(function):
+    """vmap `function(t, x, params) -> (a, b)` of one point over a leading node axis, a piece
+    axis and a trailing batch axis: t (n, M, B), x (n, M, S, B), params (B,) -> (n, M, S, B) each.
+    The batch is the last (contiguous) axis, so elementwise work vectorizes across points and the
+    integrals over nodes are one matrix product."""
+    per_point = jax.vmap(function, in_axes=(0, 1, 0), out_axes=1)
+    per_piece = jax.vmap(per_point, in_axes=(0, 0, None))
+    return jax.vmap(per_piece, in_axes=(0, 0, None))
+
+
+@functools.partial(jax.jit, static_argnames=("system", "pieces", "nodes", "n_intervals", "n_states", "slots",
+                                             "at_ends"))
+def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, slots: int, at_ends: bool, params,
+            tau, grid):
     """Integrate a chunk of points over n_intervals delay intervals.
 
     params: the chunk's parameter pytree (B,); tau: (B,) delays; grid: (B, S) save times, sorted,
     in [0, n_intervals tau]; slots: the most save times any interval of any point holds (see
-    `save_slots`). Returns the saves (B, S, n_states) and the first overflow time and first NaN
-    time (B,), inf where none happened.
+    `save_slots`); at_ends: every save time is 0 or the end of a delay interval (see
+    `saves_at_ends`), so each interval's last node is kept and the saves are read from those at
+    the end, with no search for the save times in the loop. Returns the saves (B, S, n_states) and
+    the first overflow time and first NaN time (B,), inf where none happened.
+
+    Inside, arrays are laid out (nodes, pieces, states, points).
     """
     size = tau.shape[0]
-    # Node offsets within one interval, in delay units: piece p, node j at (p + x_j) / M.
-    offsets = jnp.asarray((np.arange(pieces)[:, None] + lobatto_nodes(nodes)[None, :]) / pieces)  # (M, n)
-    q_t = jnp.asarray(integration_matrix(nodes).T / pieces)  # integral over a piece of length 1/M
+    # Node offsets within one interval, in delay units: node j of piece p at (p + x_j) / M.
+    offsets = jnp.asarray((np.arange(pieces)[None, :] + lobatto_nodes(nodes)[:, None]) / pieces)  # (n, M)
+    q = jnp.asarray(integration_matrix(nodes) / pieces)  # integral over a piece of length 1/M
 
-    # vmap over points, then over pieces and nodes: a, b of shape (B, M, n, S)
-    per_node = jax.vmap(system.linear_form, in_axes=(0, 0, None))
-    per_piece = jax.vmap(per_node, in_axes=(0, 0, None))
-    per_point = jax.vmap(per_piece, in_axes=(0, 0, 0))
+    coefficients = _batch_last(system.linear_form)
+    history_nodes = jax.vmap(jax.vmap(jax.vmap(system.history, in_axes=(0, 0), out_axes=1),
+                                      in_axes=(0, None)), in_axes=(0, None))
+    times0 = tau * (offsets[..., None] - 1.0)  # nodes of [-tau, 0]: (n, M, B)
+    previous = history_nodes(times0, params)  # (n, M, S, B)
+    start = jax.vmap(system.history, in_axes=(0, 0), out_axes=1)(jnp.zeros_like(tau), params)  # (S, B)
 
-    history = system.history
-    history_nodes = jax.vmap(jax.vmap(jax.vmap(history, in_axes=(0, None)), in_axes=(0, None)), in_axes=(0, 0))
-    times0 = tau[:, None, None] * (offsets[None] - 1.0)  # nodes of [-tau, 0]
-    previous = jnp.swapaxes(history_nodes(times0, params), 2, 3)  # (B, M, S, n)
-    start = jax.vmap(history, in_axes=(0, 0))(jnp.zeros_like(tau), params)  # (B, S)
-
-    def integrate(values):  # (B, M, S, n) -> integral from each piece's start, same shape
-        return (values.reshape(-1, nodes) @ q_t).reshape(values.shape)
+    def integrate(values):  # (n, M, S, B) -> integral from each piece's start, same shape
+        return (q @ values.reshape(nodes, -1)).reshape(values.shape)
 
     n_saves = grid.shape[1]
     slot_range = jnp.arange(slots)
 
     def step(carry, k):
         previous, start, over, nan, pointer = carry
-        times = tau[:, None, None] * (k + offsets[None])  # (B, M, n)
-        a, b = per_point(times, jnp.swapaxes(previous, 2, 3), params)  # (B, M, n, S) each
-        a, b = jnp.swapaxes(a, 2, 3), jnp.swapaxes(b, 2, 3)  # (B, M, S, n): nodes last
-        big_a = tau[:, None, None, None] * integrate(a)
+        times = tau * (k + offsets[..., None])  # (n, M, B)
+        a, b = coefficients(times, previous, params)  # (n, M, S, B) each
+        big_a = tau * integrate(a)
         decay = jnp.exp(-big_a)  # e^{-A}
-        forcing = tau[:, None, None, None] * integrate(decay * b)
-        gain = 1.0 / decay[..., -1]  # (B, M, S): x_end = gain x_start + shift
-        shift = forcing[..., -1] * gain
+        forcing = tau * integrate(decay * b)
+        gain = 1.0 / decay[-1]  # (M, S, B): x_end = gain x_start + shift
+        shift = forcing[-1] * gain
         if pieces > 1:
-            gains, shifts = jax.lax.associative_scan(_combine, (gain, shift), axis=1)
-            ends = start[:, None, :] * gains + shifts
-            starts = jnp.concatenate([start[:, None, :], ends[:, :-1, :]], axis=1)
+            gains, shifts = jax.lax.associative_scan(_combine, (gain, shift), axis=0)
+            ends = start * gains + shifts
+            starts = jnp.concatenate([start[None], ends[:-1]], axis=0)
         else:
-            starts = start[:, None, :]
-        x = (starts[..., None] + forcing) / decay  # (B, M, S, n)
+            starts = start[None]
+        x = (starts + forcing) / decay  # (n, M, S, B)
 
         # failures: the largest magnitude is NaN if any node is NaN (the point is then non-finite,
         # even if another node is infinite), else inf if any is infinite (overflow); the time of
         # the first failing node is only looked for in the intervals where some point fails
-        largest = jnp.max(jnp.abs(x), axis=(1, 2, 3))
+        largest = jnp.max(jnp.abs(x), axis=(0, 1, 2))
         new_over = jnp.isinf(over) & jnp.isinf(largest)
         new_nan = jnp.isinf(nan) & jnp.isnan(largest)
 
         def first_failures(_):
             node_times = jnp.broadcast_to(times[:, :, None, :], x.shape)
-            first = lambda bad: jnp.min(jnp.where(bad, node_times, jnp.inf), axis=(1, 2, 3))  # noqa: E731
+            first = lambda bad: jnp.min(jnp.where(bad, node_times, jnp.inf), axis=(0, 1, 2))  # noqa: E731
             # a NaN in a coefficient spreads to every node of its piece through the integrals:
             # the first NaN coefficient says when it appeared
             in_field = first(jnp.isnan(a) | jnp.isnan(b))
@@ -156,6 +167,9 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
         over = jnp.where(new_over, first_over, over)
         nan = jnp.where(new_nan, first_nan, nan)
         failed = jnp.isfinite(over) | jnp.isfinite(nan)
+        end = x[-1, -1]  # (S, B)
+        if at_ends:
+            return (x, end, over, nan, pointer), jnp.where(failed, jnp.nan, end)
 
         # saves: the next `slots` save times of each point, those that fall in this interval read
         # at their node, or interpolated (barycentric) on the piece that holds them; the
@@ -170,11 +184,12 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
         nearest = jnp.rint(jnp.arccos(jnp.clip(1.0 - 2.0 * within, -1.0, 1.0)) * (nodes - 1) / jnp.pi).astype(jnp.int32)
         on_node = jnp.abs(within - jnp.asarray(lobatto_nodes(nodes))[nearest]) <= NODE_SNAP * pieces
         piece = piece.astype(jnp.int32)
-        flat = jnp.swapaxes(x, 2, 3).reshape(size, pieces * nodes, n_states)
+        by_point = jnp.transpose(x, (3, 1, 2, 0))  # (B, M, S, n)
+        flat = jnp.swapaxes(by_point, 2, 3).reshape(size, pieces * nodes, n_states)
         at_node = jnp.take_along_axis(flat, (piece * nodes + nearest)[:, :, None], axis=1)  # (B, K, S)
 
         def between_nodes(_):
-            held = x if pieces == 1 else jnp.take_along_axis(x, piece[:, :, None, None], axis=1)
+            held = by_point if pieces == 1 else jnp.take_along_axis(by_point, piece[:, :, None, None], axis=1)
             return _interpolate(held, within[:, :, None], nodes)  # (B, K, S)
 
         saved = jax.lax.cond(jnp.any(here & ~on_node), between_nodes, lambda _: at_node, None)
@@ -182,14 +197,23 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
         saved = jnp.where(failed[:, None, None], jnp.nan, saved)
         destination = jnp.where(here, index, n_saves)  # n_saves: dropped below
         pointer = pointer + jnp.sum(here, axis=1, dtype=pointer.dtype)
-        return (x, x[:, -1, :, -1], over, nan, pointer), (saved, destination)
+        return (x, end, over, nan, pointer), (saved, destination)
 
     inf = jnp.full(tau.shape, jnp.inf)
     pointer = jnp.sum(grid <= 0.0, axis=1).astype(jnp.int32)  # saves at t = 0: the history's value
-    (_, _, over, nan, _), (saved, destination) = jax.lax.scan(
+    (_, _, over, nan, _), out = jax.lax.scan(
         step, (previous, start, inf, inf, pointer), jnp.arange(n_intervals, dtype=tau.dtype)
     )
-    ys = jnp.where((grid <= 0.0)[..., None], start[:, None, :], jnp.nan)  # every other save is set below
+    at_zero = (grid <= 0.0)[..., None]
+    if at_ends:
+        # out: (n_intervals, S, B), the state at the end of each interval; save j of a point is
+        # the end of its interval round(t_j / tau) - 1 (or the history's value at t = 0)
+        ends = jnp.transpose(out, (2, 0, 1))  # (B, n_intervals, S)
+        interval = jnp.clip(jnp.rint(grid / tau[:, None]).astype(jnp.int32) - 1, 0, n_intervals - 1)
+        ys = jnp.take_along_axis(ends, interval[..., None], axis=1)
+        return jnp.where(at_zero, start.T[:, None, :], ys), over, nan
+    saved, destination = out
+    ys = jnp.where(at_zero, start.T[:, None, :], jnp.nan)  # every other save is set below
     rows = jnp.broadcast_to(jnp.arange(size)[None, :, None], destination.shape)
     ys = ys.at[rows, destination].set(saved, mode="drop")
     return ys, over, nan
@@ -204,6 +228,18 @@ def _interval_of(ratio, n_intervals: int):
 
 #: A save time within this fraction of a delay of a node is read at the node.
 NODE_SNAP = 1e-12
+
+
+#: The most bytes the per-interval ends of one chunk may take for the `at_ends` layout of saves.
+ENDS_BUDGET = 1 << 28
+
+
+def saves_at_ends(tau: np.ndarray, grid: np.ndarray) -> bool:
+    """Whether every save time is 0 or the end of a delay interval (k tau, k >= 1, within
+    `NODE_SNAP` of a delay), as on the grid of one save per delay."""
+    ratio = grid / tau[:, None]
+    whole = np.rint(ratio)
+    return bool(np.all((grid <= 0.0) | ((whole >= 1) & (np.abs(ratio - whole) <= NODE_SNAP))))
 
 
 def save_slots(tau: np.ndarray, grid: np.ndarray, n_intervals: int) -> int:
@@ -245,13 +281,16 @@ class ChebyshevRunner:
         slots = save_slots(self.tau[points], self.grid[points], n_intervals)
         slots = 1 << (slots - 1).bit_length()
 
+        chunk = self.chunk_size(len(points), pieces, nodes)
+        at_ends = (n_intervals * self.n_states * chunk * 8 <= ENDS_BUDGET
+                   and saves_at_ends(self.tau[points], self.grid[points]))
+
         def launch(padded, put):
             params = jax.tree_util.tree_map(put, self.take(self.params, padded))
-            return _kernel(self.system, pieces, nodes, n_intervals, self.n_states, slots, params,
+            return _kernel(self.system, pieces, nodes, n_intervals, self.n_states, slots, at_ends, params,
                            put(self.tau[padded]), put(self.grid[padded]))
 
-        return run_in_chunks(points, self.chunk_size(len(points), pieces, nodes), self.grid.shape[1],
-                             self.n_states, launch, self.progress)
+        return run_in_chunks(points, chunk, self.grid.shape[1], self.n_states, launch, self.progress)
 
 
 def resolution_ladder(pieces: int, nodes: int, max_pieces: int, max_nodes: int = 32) -> list[tuple[int, int]]:
