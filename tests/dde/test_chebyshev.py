@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from numpy.polynomial import Polynomial
 
 from fluidcc.dde import Status, solve
-from fluidcc.dde._chebyshev import integration_matrix, lobatto_nodes, resolution_ladder, save_slots
+from fluidcc.dde._chebyshev import integration_matrix, lobatto_nodes, resolution_ladder, save_slots, saves_at_ends
 from fluidcc.errors import ParameterError
 from fluidcc.models import MIAIMDAggregate, miaimd
 
@@ -87,6 +87,38 @@ def test_results_do_not_depend_on_how_the_batch_is_cut():
     whole = solve(Hutchinson(), params, 20.0, times, method="chebyshev", batch_chunk=1024)
     cut = solve(Hutchinson(), params, 20.0, times, method="chebyshev", batch_chunk=2)
     np.testing.assert_allclose(cut.ys, whole.ys, rtol=1e-13)
+
+
+def test_saves_at_interval_ends_are_recognised():
+    tau = np.array([0.5, 2.0])
+    assert saves_at_ends(tau, tau[:, None] * np.arange(5)[None, :])
+    assert saves_at_ends(tau, np.array([[0.0, 1.0, 3.0], [2.0, 6.0, 6.0]]))  # skipped ends, repeats
+    assert not saves_at_ends(tau, np.array([[0.0, 0.75], [2.0, 4.0]]))  # 1.5 delays
+    assert not saves_at_ends(tau, np.array([[0.0, 0.25], [2.0, 4.0]]))  # inside the first interval
+
+
+def test_saves_at_interval_ends_equal_the_general_reading():
+    # one save per delay is read from the kept interval ends; adding a save between nodes makes
+    # the kernel look each save up in its interval instead: the common saves must agree
+    params = {"r": np.linspace(0.5, 1.8, 5)}
+    ends = np.arange(0.0, 21.0)
+    both = np.sort(np.concatenate([ends, [7.3]]))
+    at_ends = solve(Hutchinson(), params, 20.0, ends, method="chebyshev")
+    general = solve(Hutchinson(), params, 20.0, both, method="chebyshev")
+    np.testing.assert_allclose(at_ends.ys, general.ys[:, both != 7.3], rtol=1e-13)
+
+
+@pytest.mark.parametrize("times", [np.linspace(0.0, 2.0, 21), np.arange(0.0, 3.0)], ids=["general", "at-ends"])
+def test_failure_statuses_are_the_same_on_both_readings_of_the_saves(times):
+    overflow = solve(Growth(), {"g": np.array([1.0, 5000.0])}, 2.0, times, method="chebyshev", nodes=4)
+    assert overflow.status.tolist() == [Status.OK, Status.OVERFLOW]
+    assert "t = 0.25 s" in overflow.messages[1]
+    assert np.all(np.isnan(overflow.ys[1, times > 0.25, 0])) and overflow.ys[1, 0, 0] == 1.0
+    nan = solve(SquareRootOfPast(), {"unused": np.zeros(1)}, 2.0, times, method="chebyshev")
+    assert nan.status[0] == Status.NONFINITE
+    assert 1.5 < float(nan.messages[0].split("t = ")[1].split(" s")[0]) < 1.6
+    np.testing.assert_allclose(nan.ys[0, times <= 1.0, 0], 1 - 2 * times[times <= 1.0], atol=1e-12)
+    assert np.all(np.isnan(nan.ys[0, times > 1.5, 0]))
 
 
 def test_save_at_zero_and_final_state_only():
