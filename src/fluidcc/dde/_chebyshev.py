@@ -22,7 +22,8 @@ affine maps x_start -> x_end, so an interval costs two small matrix products per
 exponential per node, with no sequential loop over pieces.
 
 Save times anywhere in [0, t_final] are read from the piece that holds them by barycentric
-interpolation at its nodes. A point fails with a status, never a wrong number: overflow when a
+interpolation at its nodes; when every save time is the end of a delay interval (one save per
+delay, say), the kernel keeps each interval's last node and reads the saves from those instead. A point fails with a status, never a wrong number: overflow when a
 component becomes infinite, non-finite when it becomes NaN.
 """
 
@@ -278,12 +279,12 @@ class ChebyshevRunner:
         """Integrate `points` (indices into the batch) at (pieces per delay, nodes per piece)."""
         pieces, nodes = resolution
         n_intervals = max(1, int(np.max(np.ceil(self.t_final[points] / self.tau[points] - 1e-9))))
-        slots = save_slots(self.tau[points], self.grid[points], n_intervals)
-        slots = 1 << (slots - 1).bit_length()
-
         chunk = self.chunk_size(len(points), pieces, nodes)
         at_ends = (n_intervals * self.n_states * chunk * 8 <= ENDS_BUDGET
                    and saves_at_ends(self.tau[points], self.grid[points]))
+        slots = 1  # (unused when the saves are read from the interval ends)
+        if not at_ends:
+            slots = 1 << (save_slots(self.tau[points], self.grid[points], n_intervals) - 1).bit_length()
 
         def launch(padded, put):
             params = jax.tree_util.tree_map(put, self.take(self.params, padded))
