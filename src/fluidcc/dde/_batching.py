@@ -51,6 +51,24 @@ def run_in_chunks(points: np.ndarray, chunk: int, n_saves: int, n_states: int,
     return saves, over, nan
 
 
+def chunk_width(size: int, devices: int, cap: int, smallest: int = 1) -> int:
+    """Points per chunk when `size` points run on `devices` devices, at most `cap` per chunk.
+
+    The chunks are dealt to the devices in turn and the last one is padded, so the width is
+    chosen for as many rounds of chunks as the cap requires, every device busy in every round:
+    ceil(size / (devices x rounds)) points, rounded up to a power of two or to a multiple of an
+    eighth of the cap (each width is one compilation of a kernel, so there are few of them). At
+    least `smallest` (below it the per-step loop overhead dominates), unless the batch itself is
+    smaller.
+    """
+    cap = max(1, cap)
+    rounds = -(-size // (devices * cap))
+    want = max(1, -(-size // (devices * max(rounds, 1))))
+    granule = max(1, cap // 8)
+    width = min(cap, -(-want // granule) * granule, 1 << (want - 1).bit_length())
+    return max(width, min(smallest, 1 << (max(size, 1) - 1).bit_length(), cap))
+
+
 def climb(run: Callable, size: int, rungs: Sequence, estimate: Callable, rtol: float | None):
     """Refinement by rungs. Every point is solved at rungs[0] and, with rtol, at rungs[1]; from
     then on, rung by rung, only the points whose estimate (of their last two solutions) is above

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._batching import climb, largest_magnitude, max_difference, run_in_chunks
+from ._batching import chunk_width, climb, largest_magnitude, max_difference, run_in_chunks
 
 
 @functools.lru_cache(maxsize=None)
@@ -270,10 +270,8 @@ class ChebyshevRunner:
         self.devices = jax.local_devices()
 
     def chunk_size(self, size: int, pieces: int, nodes: int) -> int:
-        per_device = -(-size // len(self.devices))
         cap = max(16, self.NODE_BUDGET // (pieces * nodes))
-        cap = 1 << (cap.bit_length() - 1)
-        return max(1, min(self.batch_chunk, cap, 1 << (max(per_device, 1) - 1).bit_length()))
+        return chunk_width(size, len(self.devices), min(self.batch_chunk, 1 << (cap.bit_length() - 1)))
 
     def run(self, points: np.ndarray, resolution: tuple[int, int]):
         """Integrate `points` (indices into the batch) at (pieces per delay, nodes per piece)."""

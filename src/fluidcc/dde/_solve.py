@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError, ShapeError
-from ._batching import climb, largest_magnitude, max_difference, run_in_chunks
+from ._batching import chunk_width, climb, largest_magnitude, max_difference, run_in_chunks
 from ._rk4 import KernelShape, history_chunks, launch_kernel, plan_saves
 from ._solution import Solution, Status, status_message
 from ._system import DDESystem
@@ -333,16 +333,13 @@ class _Runner:
     def chunk_size(self, size: int, steps: int) -> int:
         """Points integrated together at `steps` per smallest delay.
 
-        A power of two (few distinct shapes are ever compiled), at most `batch_chunk`, small
-        enough that a chunk's per-interval arrays (steps x points) stay in the CPU's cache, and
-        leaving no device idle when there are fewer points than devices x chunk.
+        At most `batch_chunk`, small enough that a chunk's per-interval arrays (steps x points)
+        stay in the CPU's cache, and as even as the devices allow (`_batching.chunk_width`). A
+        batch smaller than _MIN_CHUNK is not padded up to it: the padding would only repeat its
+        points (a single network simulation would do 16 times the work).
         """
-        per_device = -(-size // len(self.devices))
         cache_cap = 1 << (max(_MIN_CHUNK, _LANE_STEP_BUDGET // steps).bit_length() - 1)
-        # A batch smaller than _MIN_CHUNK is not padded up to it: the padding would only repeat
-        # its points (a single network simulation would do 16 times the work).
-        smallest = min(_MIN_CHUNK, _round_up_pow2(size))
-        return min(self.batch_chunk, cache_cap, max(smallest, _round_up_pow2(per_device)))
+        return chunk_width(size, len(self.devices), min(self.batch_chunk, cache_cap), _MIN_CHUNK)
 
 
 #: Largest steps-per-delay x points of one chunk. Measured on a 2-core CPU (MIAIMD, 10 000 points
