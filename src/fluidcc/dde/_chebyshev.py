@@ -238,9 +238,14 @@ ENDS_BUDGET = 1 << 28
 def saves_at_ends(tau: np.ndarray, grid: np.ndarray) -> bool:
     """Whether every save time is 0 or the end of a delay interval (k tau, k >= 1, within
     `NODE_SNAP` of a delay), as on the grid of one save per delay."""
+    return bool(np.all(saves_at_ends_per_point(tau, grid)))
+
+
+def saves_at_ends_per_point(tau: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """`saves_at_ends` of each point (B,)."""
     ratio = grid / tau[:, None]
     whole = np.rint(ratio)
-    return bool(np.all((grid <= 0.0) | ((whole >= 1) & (np.abs(ratio - whole) <= NODE_SNAP))))
+    return np.all((grid <= 0.0) | ((whole >= 1) & (np.abs(ratio - whole) <= NODE_SNAP)), axis=1)
 
 
 def save_slots(tau: np.ndarray, grid: np.ndarray, n_intervals: int) -> int:
@@ -268,6 +273,7 @@ class ChebyshevRunner:
         self.system, self.params, self.tau, self.t_final, self.grid = system, params, tau, t_final, grid
         self.n_states, self.batch_chunk, self.progress, self.take = n_states, batch_chunk, progress, take
         self.devices = jax.local_devices()
+        self.at_ends = saves_at_ends_per_point(tau, grid)  # (B,): decided once, read per subset
 
     def chunk_size(self, size: int, pieces: int, nodes: int) -> int:
         cap = max(16, self.NODE_BUDGET // (pieces * nodes))
@@ -278,16 +284,15 @@ class ChebyshevRunner:
         pieces, nodes = resolution
         n_intervals = max(1, int(np.max(np.ceil(self.t_final[points] / self.tau[points] - 1e-9))))
         chunk = self.chunk_size(len(points), pieces, nodes)
-        at_ends = (n_intervals * self.n_states * chunk * 8 <= ENDS_BUDGET
-                   and saves_at_ends(self.tau[points], self.grid[points]))
+        at_ends = n_intervals * self.n_states * chunk * 8 <= ENDS_BUDGET and bool(np.all(self.at_ends[points]))
         slots = 1  # (unused when the saves are read from the interval ends)
         if not at_ends:
             slots = 1 << (save_slots(self.tau[points], self.grid[points], n_intervals) - 1).bit_length()
 
         def launch(padded, put):
-            params = jax.tree_util.tree_map(put, self.take(self.params, padded))
-            return _kernel(self.system, pieces, nodes, n_intervals, self.n_states, slots, at_ends, params,
-                           put(self.tau[padded]), put(self.grid[padded]))
+            # one transfer for every array of the chunk
+            params, tau, grid = put((self.take(self.params, padded), self.tau[padded], self.grid[padded]))
+            return _kernel(self.system, pieces, nodes, n_intervals, self.n_states, slots, at_ends, params, tau, grid)
 
         return run_in_chunks(points, chunk, self.grid.shape[1], self.n_states, launch, self.progress)
 
