@@ -91,10 +91,10 @@ def test_results_do_not_depend_on_how_the_batch_is_cut():
 
 def test_saves_at_interval_ends_are_recognised():
     tau = np.array([0.5, 2.0])
-    assert saves_at_ends(tau, tau[:, None] * np.arange(5)[None, :])
-    assert saves_at_ends(tau, np.array([[0.0, 1.0, 3.0], [2.0, 6.0, 6.0]]))  # skipped ends, repeats
-    assert not saves_at_ends(tau, np.array([[0.0, 0.75], [2.0, 4.0]]))  # 1.5 delays
-    assert not saves_at_ends(tau, np.array([[0.0, 0.25], [2.0, 4.0]]))  # inside the first interval
+    assert saves_at_ends(tau, tau[:, None] * np.arange(5)[None, :]).tolist() == [True, True]
+    assert saves_at_ends(tau, np.array([[0.0, 1.0, 3.0], [2.0, 6.0, 6.0]])).tolist() == [True, True]  # skipped, repeats
+    assert saves_at_ends(tau, np.array([[0.0, 0.75], [2.0, 4.0]])).tolist() == [False, True]  # 1.5 delays
+    assert saves_at_ends(tau, np.array([[0.0, 0.25], [2.0, 4.0]])).tolist() == [False, True]  # inside the first
 
 
 def test_saves_at_interval_ends_equal_the_general_reading():

@@ -23,8 +23,12 @@ exponential per node, with no sequential loop over pieces.
 
 Save times anywhere in [0, t_final] are read from the piece that holds them by barycentric
 interpolation at its nodes; when every save time is the end of a delay interval (one save per
-delay, say), the kernel keeps each interval's last node and reads the saves from those instead. A point fails with a status, never a wrong number: overflow when a
-component becomes infinite, non-finite when it becomes NaN.
+delay, say), the kernel keeps each interval's last node and reads the saves from those instead.
+A point fails with a status, never a wrong number: overflow when a component becomes infinite,
+non-finite when it becomes NaN.
+
+A batch runs in chunks of nearly equal width on every device (`_batching.chunk_width`), each
+chunk at most `ChebyshevRunner.NODE_BUDGET` nodes wide so that its arrays stay in the cache.
 """
 
 from __future__ import annotations
@@ -235,14 +239,9 @@ NODE_SNAP = 1e-12
 ENDS_BUDGET = 1 << 28
 
 
-def saves_at_ends(tau: np.ndarray, grid: np.ndarray) -> bool:
-    """Whether every save time is 0 or the end of a delay interval (k tau, k >= 1, within
-    `NODE_SNAP` of a delay), as on the grid of one save per delay."""
-    return bool(np.all(saves_at_ends_per_point(tau, grid)))
-
-
-def saves_at_ends_per_point(tau: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """`saves_at_ends` of each point (B,)."""
+def saves_at_ends(tau: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Per point (B,), whether every save time is 0 or the end of a delay interval (k tau,
+    k >= 1, within `NODE_SNAP` of a delay), as on the grid of one save per delay."""
     ratio = grid / tau[:, None]
     whole = np.rint(ratio)
     return np.all((grid <= 0.0) | ((whole >= 1) & (np.abs(ratio - whole) <= NODE_SNAP)), axis=1)
@@ -273,7 +272,7 @@ class ChebyshevRunner:
         self.system, self.params, self.tau, self.t_final, self.grid = system, params, tau, t_final, grid
         self.n_states, self.batch_chunk, self.progress, self.take = n_states, batch_chunk, progress, take
         self.devices = jax.local_devices()
-        self.at_ends = saves_at_ends_per_point(tau, grid)  # (B,): decided once, read per subset
+        self.at_ends = saves_at_ends(tau, grid)  # (B,): decided once, read per subset
 
     def chunk_size(self, size: int, pieces: int, nodes: int) -> int:
         cap = max(16, self.NODE_BUDGET // (pieces * nodes))
