@@ -51,6 +51,17 @@ def run_in_chunks(points: np.ndarray, chunk: int, n_saves: int, n_states: int,
     return saves, over, nan
 
 
+def round_up_pow2(value: int) -> int:
+    """The smallest power of two >= value (1 for value <= 1): a static size rounded so that small
+    changes reuse a compiled kernel."""
+    return 1 << (max(value, 1) - 1).bit_length()
+
+
+def round_down_pow2(value: int) -> int:
+    """The largest power of two <= value (value >= 1)."""
+    return 1 << (value.bit_length() - 1)
+
+
 def chunk_width(size: int, devices: int, cap: int, smallest: int = 1) -> int:
     """Points per chunk when `size` points run on `devices` devices, at most `cap` per chunk.
 
@@ -65,8 +76,8 @@ def chunk_width(size: int, devices: int, cap: int, smallest: int = 1) -> int:
     rounds = -(-size // (devices * cap))
     want = max(1, -(-size // (devices * max(rounds, 1))))
     granule = max(1, cap // 8)
-    width = min(cap, -(-want // granule) * granule, 1 << (want - 1).bit_length())
-    return max(width, min(smallest, 1 << (max(size, 1) - 1).bit_length(), cap))
+    width = min(cap, -(-want // granule) * granule, round_up_pow2(want))
+    return max(width, min(smallest, round_up_pow2(size), cap))
 
 
 def climb(run: Callable, size: int, rungs: Sequence, estimate: Callable, rtol: float | None):

@@ -40,7 +40,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._batching import chunk_width, climb, largest_magnitude, max_difference, run_in_chunks
+from ._batching import (chunk_width, climb, largest_magnitude, max_difference, round_down_pow2, round_up_pow2,
+                       run_in_chunks)
 
 
 @functools.lru_cache(maxsize=None)
@@ -276,7 +277,7 @@ class ChebyshevRunner:
 
     def chunk_size(self, size: int, pieces: int, nodes: int) -> int:
         cap = max(16, self.NODE_BUDGET // (pieces * nodes))
-        return chunk_width(size, len(self.devices), min(self.batch_chunk, 1 << (cap.bit_length() - 1)))
+        return chunk_width(size, len(self.devices), min(self.batch_chunk, round_down_pow2(cap)))
 
     def run(self, points: np.ndarray, resolution: tuple[int, int]):
         """Integrate `points` (indices into the batch) at (pieces per delay, nodes per piece)."""
@@ -286,7 +287,7 @@ class ChebyshevRunner:
         at_ends = n_intervals * self.n_states * chunk * 8 <= ENDS_BUDGET and bool(np.all(self.at_ends[points]))
         slots = 1  # (unused when the saves are read from the interval ends)
         if not at_ends:
-            slots = 1 << (save_slots(self.tau[points], self.grid[points], n_intervals) - 1).bit_length()
+            slots = round_up_pow2(save_slots(self.tau[points], self.grid[points], n_intervals))
 
         def launch(padded, put):
             # one transfer for every array of the chunk

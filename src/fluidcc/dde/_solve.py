@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError, ShapeError
-from ._batching import chunk_width, climb, largest_magnitude, max_difference, run_in_chunks
+from ._batching import (chunk_width, climb, largest_magnitude, max_difference, round_down_pow2, round_up_pow2,
+                       run_in_chunks)
 from ._rk4 import KernelShape, history_chunks, launch_kernel, plan_saves
 from ._solution import Solution, Status, status_message
 from ._system import DDESystem
@@ -261,7 +262,7 @@ def _steps_for_max_step(system: DDESystem, params: Any, delays: np.ndarray) -> i
     limit = np.asarray(jax.vmap(system.max_step)(params), dtype=np.float64).reshape(-1)
     ratio = np.min(delays, axis=1) / np.where(limit > 0, limit, np.nan)
     needed = float(np.nanmax(ratio)) if np.any(np.isfinite(ratio)) else 1.0
-    return _round_up_pow2(int(math.ceil(needed - 1e-9)))
+    return round_up_pow2(int(math.ceil(needed - 1e-9)))
 
 
 def _check_resolution(name: str, value: int) -> None:
@@ -318,14 +319,15 @@ class _Runner:
                 n_delays=self.delays.shape[1],
                 n_states=self.n_states,
                 n_saves=self.grid.shape[1],
-                save_slots=_round_up_pow2(slots),
+                save_slots=round_up_pow2(slots),
                 log_mask=self.log_mask,
                 nonnegative_mask=self.nonnegative,
                 ledger=self.ledger,
             )
-            params = jax.tree_util.tree_map(put, take(self.params, padded))
-            return launch_kernel(self.system, shape, params, put(self.t_final[padded]), put(save_pos),
-                                 put(save_start))
+            # one transfer for every array of the chunk
+            params, t_final, save_pos, save_start = put((take(self.params, padded), self.t_final[padded], save_pos,
+                                                         save_start))
+            return launch_kernel(self.system, shape, params, t_final, save_pos, save_start)
 
         return run_in_chunks(points, self.chunk_size(len(points), steps), self.grid.shape[1], self.n_states,
                              launch, self.progress)
@@ -338,7 +340,7 @@ class _Runner:
         batch smaller than _MIN_CHUNK is not padded up to it: the padding would only repeat its
         points (a single network simulation would do 16 times the work).
         """
-        cache_cap = 1 << (max(_MIN_CHUNK, _LANE_STEP_BUDGET // steps).bit_length() - 1)
+        cache_cap = round_down_pow2(max(_MIN_CHUNK, _LANE_STEP_BUDGET // steps))
         return chunk_width(size, len(self.devices), min(self.batch_chunk, cache_cap), _MIN_CHUNK)
 
 
@@ -349,11 +351,6 @@ class _Runner:
 _LANE_STEP_BUDGET = 32768
 #: Fewest points in a chunk (below it the loop overhead per step dominates).
 _MIN_CHUNK = 16
-
-
-def _round_up_pow2(value: int) -> int:
-    """Round the slot count up so small changes of the save grid reuse a compiled kernel."""
-    return 1 << (max(value, 1) - 1).bit_length()
 
 
 def _error(z_fine: np.ndarray, z_coarse: np.ndarray, log_mask: tuple[bool, ...]) -> np.ndarray:
