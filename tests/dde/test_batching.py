@@ -1,11 +1,19 @@
-"""How a batch is cut into chunks for the devices (`fluidcc.dde._batching.chunk_width`)."""
+"""How a batch is cut into chunks for the devices (`fluidcc.dde._batching.chunk_width`) and its
+host-side work into blocks of points."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fluidcc.dde import solve
+from fluidcc.dde import _batching
 from fluidcc.dde._batching import chunk_width
+from fluidcc.errors import ParameterError
+
+from dde_systems import Hutchinson
 
 
 def rounds_of(size: int, devices: int, width: int) -> int:
@@ -50,3 +58,38 @@ def test_the_refinement_passes_of_the_benchmark_are_balanced():
     assert chunk_width(2486, 2, 1024) == 640
     assert chunk_width(10_000, 2, 1024) == 1024
     assert chunk_width(104, 2, 64) == 56
+
+
+@pytest.mark.parametrize("method, kwargs", [("chebyshev", {"nodes": 8, "rtol": 1e-9}),
+                                            ("rk4", {"steps_per_delay": 8, "rtol": 1e-7})])
+def test_host_work_by_blocks_of_points_changes_nothing(monkeypatch, method, kwargs):
+    """The host-side work on whole-batch arrays (checking the save grid, the save layout, comparing
+    two rungs, natural units) runs by blocks of `ROW_BLOCK` points: blocks of 3 points give the
+    same solution, rungs and estimates, bit for bit, as one block."""
+    params = {"r": np.linspace(0.4, 1.9, 11)}
+    times = np.broadcast_to(np.arange(0.0, 16.0), (11, 16)).copy()
+    times[5, 3] = 2.5  # every point saved at the interval ends but one, in the second block
+    times[5] = np.sort(times[5])
+    whole = solve(Hutchinson(), params, 15.0, times, method=method, **kwargs)
+    monkeypatch.setattr(_batching, "ROW_BLOCK", 3)
+    blocks = solve(Hutchinson(), params, 15.0, times, method=method, **kwargs)
+    np.testing.assert_array_equal(blocks.ys, whole.ys)
+    np.testing.assert_array_equal(blocks.error_estimate, whole.error_estimate)
+    assert len(set(np.asarray(whole.error_estimate).round(12))) > 3  # the points differ: a real comparison
+    if method == "chebyshev":
+        np.testing.assert_array_equal(blocks.info["pieces_per_delay"] * blocks.info["nodes"],
+                                      whole.info["pieces_per_delay"] * whole.info["nodes"])
+    else:
+        np.testing.assert_array_equal(blocks.steps_per_delay, whole.steps_per_delay)
+
+
+def test_a_bad_save_grid_in_a_later_block_is_still_found(monkeypatch):
+    monkeypatch.setattr(_batching, "ROW_BLOCK", 2)
+    times = np.broadcast_to(np.linspace(0.0, 5.0, 6), (7, 6)).copy()
+    times[6, 2], times[6, 3] = times[6, 3], times[6, 2]
+    with pytest.raises(ParameterError, match="unsorted"):
+        solve(Hutchinson(), {"r": np.ones(7)}, 5.0, times)
+    times = np.broadcast_to(np.linspace(0.0, 5.0, 6), (7, 6)).copy()
+    times[5, 5] = 6.0
+    with pytest.raises(ParameterError, match="t_final"):
+        solve(Hutchinson(), {"r": np.ones(7)}, 5.0, times)

@@ -100,7 +100,8 @@ def climb(run: Callable, size: int, rungs: Sequence, estimate: Callable, rtol: f
         if not pending.size:
             break
         finer, over_f, nan_f = run(pending, resolution)
-        error[pending] = estimate(finer, saves[pending])
+        for rows in row_blocks(len(pending)):  # (saves[pending] whole would be a batch-sized copy)
+            error[pending[rows]] = estimate(finer[rows], saves[pending[rows]])
         saves[pending], over[pending], nan[pending] = finer, over_f, nan_f
         rung[pending] = index
         healthy = ~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])
@@ -110,16 +111,35 @@ def climb(run: Callable, size: int, rungs: Sequence, estimate: Callable, rtol: f
     return saves, over, nan, rung, error, failed
 
 
+#: Rows (points) per block of the host-side work on whole-batch arrays (checking save grids,
+#: comparing two solutions): its temporaries then stay a few blocks' worth, whatever the batch.
+ROW_BLOCK = 1 << 16
+
+
+def row_blocks(size: int):
+    """Slices of at most `ROW_BLOCK` consecutive rows covering range(size)."""
+    return (slice(start, min(start + ROW_BLOCK, size)) for start in range(0, size, ROW_BLOCK))
+
+
 def largest_magnitude(saves: np.ndarray) -> np.ndarray:
-    """Per point and component, the largest magnitude over the saves (at least 1e-300)."""
+    """Per point and component, the largest magnitude over the saves (at least 1e-300), shape
+    (B, 1, n)."""
+    out = np.empty((saves.shape[0], 1, saves.shape[2]))
     with np.errstate(invalid="ignore"):
-        return np.maximum(np.nanmax(np.abs(saves), axis=1, keepdims=True), 1e-300)
+        for rows in row_blocks(saves.shape[0]):
+            out[rows] = np.maximum(np.nanmax(np.abs(saves[rows]), axis=1, keepdims=True), 1e-300)
+    return out
 
 
-def max_difference(fine: np.ndarray, coarse: np.ndarray, scale) -> np.ndarray:
-    """max over saves and components of |fine - coarse| / scale, per point; inf where either
-    solution (or the quotient) is not finite."""
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        diff = np.abs(fine - coarse) / scale
-    diff = np.where(np.isfinite(fine) & np.isfinite(coarse) & np.isfinite(diff), diff, np.inf)
-    return np.max(diff, axis=(1, 2))
+def max_difference(fine: np.ndarray, coarse: np.ndarray, scale_of: Callable) -> np.ndarray:
+    """max over saves and components of |fine - coarse| / scale_of(fine), per point; inf where
+    either solution (or the quotient) is not finite. scale_of(rows of fine) -> a scale that
+    broadcasts against them. Block by block of rows, so that the temporaries stay small."""
+    out = np.empty(fine.shape[0])
+    for rows in row_blocks(fine.shape[0]):
+        f, c = fine[rows], coarse[rows]
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            diff = np.abs(f - c) / scale_of(f)
+        diff = np.where(np.isfinite(f) & np.isfinite(c) & np.isfinite(diff), diff, np.inf)
+        out[rows] = np.max(diff, axis=(1, 2))
+    return out

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._batching import (chunk_width, climb, largest_magnitude, max_difference, round_down_pow2, round_up_pow2,
-                       run_in_chunks)
+                       row_blocks, run_in_chunks)
 
 
 @functools.lru_cache(maxsize=None)
@@ -243,9 +243,12 @@ ENDS_BUDGET = 1 << 28
 def saves_at_ends(tau: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """Per point (B,), whether every save time is 0 or the end of a delay interval (k tau,
     k >= 1, within `NODE_SNAP` of a delay), as on the grid of one save per delay."""
-    ratio = grid / tau[:, None]
-    whole = np.rint(ratio)
-    return np.all((grid <= 0.0) | ((whole >= 1) & (np.abs(ratio - whole) <= NODE_SNAP)), axis=1)
+    out = np.empty(grid.shape[0], dtype=bool)
+    for rows in row_blocks(grid.shape[0]):
+        ratio = grid[rows] / tau[rows, None]
+        whole = np.rint(ratio)
+        out[rows] = np.all((grid[rows] <= 0.0) | ((whole >= 1) & (np.abs(ratio - whole) <= NODE_SNAP)), axis=1)
+    return out
 
 
 def save_slots(tau: np.ndarray, grid: np.ndarray, n_intervals: int) -> int:
@@ -253,14 +256,18 @@ def save_slots(tau: np.ndarray, grid: np.ndarray, n_intervals: int) -> int:
 
     Interval k holds the times in (k tau, (k + 1) tau], as the kernel assigns them.
     """
-    interval = np.clip(np.ceil(grid / tau[:, None]) - 1, 0, n_intervals - 1)
-    interval = np.where(grid > 0.0, interval, -1.0)
+    most = 1
     columns = np.arange(grid.shape[1])[None, :]
-    is_first = np.ones(grid.shape, dtype=bool)
-    is_first[:, 1:] = interval[:, 1:] != interval[:, :-1]
-    first = np.maximum.accumulate(np.where(is_first, columns, 0), axis=1)
-    runs = np.where(interval >= 0, columns - first + 1, 0)
-    return max(1, int(runs.max()))
+    for rows in row_blocks(grid.shape[0]):
+        block = grid[rows]
+        interval = np.clip(np.ceil(block / tau[rows, None]) - 1, 0, n_intervals - 1)
+        interval = np.where(block > 0.0, interval, -1.0)
+        is_first = np.ones(block.shape, dtype=bool)
+        is_first[:, 1:] = interval[:, 1:] != interval[:, :-1]
+        first = np.maximum.accumulate(np.where(is_first, columns, 0), axis=1)
+        runs = np.where(interval >= 0, columns - first + 1, 0)
+        most = max(most, int(runs.max()))
+    return most
 
 
 class ChebyshevRunner:
@@ -311,7 +318,8 @@ def resolution_ladder(pieces: int, nodes: int, max_pieces: int, max_nodes: int =
 def relative_difference(fine: np.ndarray, coarse: np.ndarray, positive: tuple[bool, ...]) -> np.ndarray:
     """max |fine - coarse| per point (B,): relative to the value itself for positive components
     (windows, rates), relative to the component's largest magnitude for the others."""
-    return max_difference(fine, coarse, np.where(np.asarray(positive), np.abs(fine), largest_magnitude(fine)))
+    mask = np.asarray(positive)
+    return max_difference(fine, coarse, lambda x: np.where(mask, np.abs(x), largest_magnitude(x)))
 
 
 def refine(runner: ChebyshevRunner, size: int, ladder: list[tuple[int, int]], rtol: float | None,

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import ParameterError, ShapeError
 from ._batching import (chunk_width, climb, largest_magnitude, max_difference, round_down_pow2, round_up_pow2,
-                       run_in_chunks)
+                       row_blocks, run_in_chunks)
 from ._rk4 import KernelShape, history_chunks, launch_kernel, plan_saves
 from ._solution import Solution, Status, status_message
 from ._system import DDESystem
@@ -64,12 +64,14 @@ def _save_grid(save_times, t_final: np.ndarray) -> np.ndarray:
         raise ShapeError(
             "save_times", f"shape {np.shape(save_times)}", f"shape (S,) or ({size}, S) with S >= 1"
         )
-    if not np.all(np.isfinite(grid)) or np.any(grid < 0):
-        raise ParameterError("save_times", grid.min(), "finite times >= 0 s")
-    if np.any(np.diff(grid, axis=1) < 0):
-        raise ParameterError("save_times", "an unsorted grid", "times sorted in increasing order")
-    if np.any(grid > t_final[:, None] * (1 + 1e-12)):
-        raise ParameterError("save_times", float(grid.max()), "times <= t_final of their point")
+    for rows in row_blocks(size):  # by blocks of points: no temporaries as large as the grid
+        block = grid[rows]
+        if not np.all(np.isfinite(block)) or np.any(block < 0):
+            raise ParameterError("save_times", block.min(), "finite times >= 0 s")
+        if np.any(np.diff(block, axis=1) < 0):
+            raise ParameterError("save_times", "an unsorted grid", "times sorted in increasing order")
+        if np.any(block > t_final[rows, None] * (1 + 1e-12)):
+            raise ParameterError("save_times", float(block.max()), "times <= t_final of their point")
     return grid
 
 
@@ -127,9 +129,11 @@ def solve(
         positive components, else relative to the component's largest magnitude); the finer
         solution is kept.
     log_space: integrate the components the model marks positive as log x.
-    batch_chunk: the most points integrated together. The batch is cut into chunks of a power
-        of two points (smaller at high resolution, so a chunk's arrays stay in the CPU cache),
-        the last one padded, so memory stays bounded and few kernel shapes are compiled.
+    batch_chunk: the most points integrated together. The batch is cut into chunks of nearly
+        equal width on every device (`_batching.chunk_width`; fewer points at high resolution,
+        so a chunk's arrays stay in the CPU cache), the last one padded, so the working memory
+        does not grow with the batch (benchmarks/dde_memory.py) and few kernel shapes are
+        compiled.
     progress: called as progress(points_done, points_total) after each chunk.
 
     Returns a `Solution`. Failing points carry a status and a message; bad input raises a
@@ -189,8 +193,10 @@ def solve(
             runner, size, steps_per_delay, max_steps_per_delay, rtol, log_mask
         )
 
+    ys = z  # log components back to natural units, in place (no second batch-sized array)
     with np.errstate(over="ignore"):  # overflow is reported by the status, not a warning
-        ys = np.where(np.asarray(log_mask), np.exp(np.where(np.asarray(log_mask), z, 0.0)), z)
+        for component in np.flatnonzero(log_mask):
+            np.exp(ys[..., component], out=ys[..., component])
     status, messages = _statuses(over, nan, tolerance_failed)
     info = {
         "wall_s": time.perf_counter() - started,
@@ -271,18 +277,17 @@ def _check_resolution(name: str, value: int) -> None:
 
 
 def _statuses(over: np.ndarray, nan: np.ndarray, tolerance_failed: np.ndarray):
+    """Status per point from its first overflow and NaN times (inf: none) and whether it missed the
+    tolerance; a message for each failing point ('' for the others)."""
+    overflow = np.isfinite(over) & (over <= nan)
+    nonfinite = ~overflow & np.isfinite(nan)
+    missed = ~overflow & ~nonfinite & tolerance_failed
     status = np.full(over.shape, Status.OK, dtype=np.int8)
+    status[overflow], status[nonfinite] = Status.OVERFLOW, Status.NONFINITE
+    status[missed] = Status.TOLERANCE_NOT_REACHED
     messages = np.full(over.shape, "", dtype=object)
-    for i in range(over.shape[0]):
-        if np.isfinite(over[i]) and over[i] <= nan[i]:
-            status[i] = Status.OVERFLOW
-            messages[i] = status_message(Status.OVERFLOW, over[i])
-        elif np.isfinite(nan[i]):
-            status[i] = Status.NONFINITE
-            messages[i] = status_message(Status.NONFINITE, nan[i])
-        elif tolerance_failed[i]:
-            status[i] = Status.TOLERANCE_NOT_REACHED
-            messages[i] = status_message(Status.TOLERANCE_NOT_REACHED, 0.0)
+    for i in np.flatnonzero(status != Status.OK):
+        messages[i] = status_message(status[i], over[i] if overflow[i] else nan[i] if nonfinite[i] else 0.0)
     return status, messages
 
 
@@ -357,7 +362,8 @@ def _error(z_fine: np.ndarray, z_coarse: np.ndarray, log_mask: tuple[bool, ...])
     """Richardson estimate of the fine solution's max error per point (order 4: difference / 15);
     log-space components absolutely (a relative error), the others relative to their largest
     magnitude."""
-    return max_difference(z_fine, z_coarse, 15.0 * np.where(np.asarray(log_mask), 1.0, largest_magnitude(z_fine)))
+    mask = np.asarray(log_mask)
+    return max_difference(z_fine, z_coarse, lambda z: 15.0 * np.where(mask, 1.0, largest_magnitude(z)))
 
 
 def _refine(runner: _Runner, size: int, steps: int, max_steps: int, rtol: float, log_mask):
