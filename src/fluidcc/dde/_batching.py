@@ -10,6 +10,7 @@ estimate.
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Callable, Sequence
 
 import jax
@@ -125,7 +126,8 @@ def largest_magnitude(saves: np.ndarray) -> np.ndarray:
     """Per point and component, the largest magnitude over the saves (at least 1e-300), shape
     (B, 1, n)."""
     out = np.empty((saves.shape[0], 1, saves.shape[2]))
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all NaN: a failed point, its estimate is inf anyway
         for rows in row_blocks(saves.shape[0]):
             out[rows] = np.maximum(np.nanmax(np.abs(saves[rows]), axis=1, keepdims=True), 1e-300)
     return out
