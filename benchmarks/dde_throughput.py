@@ -36,6 +36,11 @@ point is saved once per RTT, t = 0, T, ..., R T (R = --rtts).
    returned a finite window and the reference a non-finite one, or the other way round; fluidcc
    must report failures as a status, never as a wrong number.
 
+Every timed run, fluidcc's and jitcdde's alike, is repeated --repeats times in a row: the first call
+is reported as described above, and the best of the calls (fluidcc's first one without its
+compilation) is the steady-state figure, every kernel then in memory. The repeats must return the
+same numbers bit for bit (reported as repeats_identical).
+
 Times are wall-clock seconds; trajectories/s counts points integrated over the full horizon. The
 headline ratio is fluidcc fixed-step over jitcdde natural/default; the issue's target is fluidcc at
 <= 1e-6 (the rtol runs) over jitcdde. fluidcc keeps a persistent JAX
@@ -110,9 +115,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--jitcdde-point-timeout", type=float, default=60.0, help="seconds after which a jitcdde point is abandoned and counted as a failure")
     parser.add_argument("--reference-workers", type=int, default=os.cpu_count() or 1, help="processes running the SciPy reference (it runs alone, after the timed solvers)")
     parser.add_argument("--no-jitcdde-tight", action="store_true", help="skip the like-for-like jitcdde runs at tight tolerances")
+    parser.add_argument("--repeats", type=int, default=3, help="times each timed run (fluidcc and jitcdde alike) is repeated in a row; the best of them is the steady-state figure")
     parser.add_argument("--out", default=None, help="path of the JSON file with every figure (optional)")
     args = parser.parse_args(argv)
-    for name in ("points", "rtts", "steps_per_delay", "batch_chunk", "max_pieces_per_delay"):
+    for name in ("points", "rtts", "steps_per_delay", "batch_chunk", "max_pieces_per_delay", "repeats"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     for name in ("jitcdde_points", "reference_points", "skip_rtts"):
@@ -206,13 +212,28 @@ def timed_solve(clock: CompileClock, params, t_final, grid, method="rk4", **kwar
     return sol, wall, clock.seconds, clock.backend_compiles
 
 
+def repeated_solve(clock: CompileClock, repeats: int, params, t_final, grid, method="rk4", **kwargs):
+    """timed_solve, then repeats - 1 more identical calls (every kernel then in memory). Returns the
+    first call's solution, wall and compile figures, the later calls' walls and whether every
+    call returned the same saves, bit for bit."""
+    sol, wall, seconds, count = timed_solve(clock, params, t_final, grid, method=method, **kwargs)
+    warm, identical = [], True
+    for _ in range(repeats - 1):
+        again, again_wall, _, _ = timed_solve(clock, params, t_final, grid, method=method, **kwargs)
+        warm.append(again_wall)
+        identical &= bool(np.array_equal(again.ys, sol.ys, equal_nan=True))
+    return sol, wall, seconds, count, warm, identical
+
+
 def status_counts(status: np.ndarray) -> dict[str, int]:
     counts = Counter(int(s) for s in np.asarray(status))
     return {Status(code).name.lower(): int(counts[code]) for code in sorted(counts)}
 
 
-def timing(size: int, wall: float, compile_s: float, compiles: int, solution) -> dict:
-    """A timed fluidcc run's figures: wall time with and without the compilation during it."""
+def timing(size: int, wall: float, compile_s: float, compiles: int, solution, warm=(), identical=True) -> dict:
+    """A timed fluidcc run's figures: the first call's wall time with and without the compilation
+    during it; the repeated calls' walls; the best of all (the first without its compilation)."""
+    best = min([wall - compile_s, *warm])
     return {
         "wall_s": wall,
         "compile_s_during_run": compile_s,
@@ -220,6 +241,10 @@ def timing(size: int, wall: float, compile_s: float, compiles: int, solution) ->
         "wall_s_excluding_compile": wall - compile_s,
         "trajectories_per_s": size / (wall - compile_s),
         "trajectories_per_s_including_compile": size / wall,
+        "repeated_walls_s": list(warm),
+        "repeats_identical": identical,
+        "best_wall_s": best,
+        "trajectories_per_s_best": size / best,
         "status": status_counts(solution.status),
     }
 
@@ -244,27 +269,30 @@ def run_fluidcc(args, points, grid, t_final) -> tuple[dict, dict]:
     report["warmup"] = {"points": chunk, "wall_s": compile_wall, "compile_s": compile_s, "kernels_compiled": compiles}
     log(f"fluidcc warm-up: {compile_wall:.1f} s wall, {compile_s:.1f} s compiling ({compiles} XLA compiles)")
 
-    fixed, wall, seconds, count = timed_solve(
-        clock, params, t_final, grid, steps_per_delay=args.steps_per_delay, batch_chunk=chunk
+    fixed, wall, seconds, count, warm_walls, same = repeated_solve(
+        clock, args.repeats, params, t_final, grid, steps_per_delay=args.steps_per_delay, batch_chunk=chunk
     )
     # chunks whose save layout differs from the warm-up chunk's compile their own kernel
-    report["fixed"] = {"steps_per_delay": args.steps_per_delay, **timing(size, wall, seconds, count, fixed)}
+    report["fixed"] = {"steps_per_delay": args.steps_per_delay,
+                       **timing(size, wall, seconds, count, fixed, warm_walls, same)}
     log(f"fluidcc fixed-step: {wall:.1f} s wall of which {seconds:.1f} s compiling ({count} XLA compiles), "
-        f"{size / (wall - seconds):.0f} trajectories/s excluding compilation ({fixed.summary()})")
+        f"{size / (wall - seconds):.0f} trajectories/s excluding compilation, best of {args.repeats} "
+        f"{report['fixed']['trajectories_per_s_best']:.0f} ({fixed.summary()})")
 
-    refined, wall, seconds, count = timed_solve(
-        clock, params, t_final, grid, steps_per_delay=args.steps_per_delay, rtol=args.rtol,
+    refined, wall, seconds, count, warm_walls, same = repeated_solve(
+        clock, args.repeats, params, t_final, grid, steps_per_delay=args.steps_per_delay, rtol=args.rtol,
         max_steps_per_delay=args.max_steps_per_delay, batch_chunk=chunk,
     )
     levels, counts = np.unique(refined.steps_per_delay, return_counts=True)
     report["rtol"] = {
         "rtol": args.rtol,
         "max_steps_per_delay": args.max_steps_per_delay,
-        **timing(size, wall, seconds, count, refined),
+        **timing(size, wall, seconds, count, refined, warm_walls, same),
         "steps_per_delay_used": {int(l): int(c) for l, c in zip(levels, counts)},
     }
     log(f"fluidcc rtol={args.rtol:g}: {wall:.1f} s wall of which {seconds:.1f} s compiling ({count} XLA "
-        f"compiles), {size / (wall - seconds):.0f} trajectories/s excluding compilation ({refined.summary()})")
+        f"compiles), {size / (wall - seconds):.0f} trajectories/s excluding compilation, best of {args.repeats} "
+        f"{report['rtol']['trajectories_per_s_best']:.0f} ({refined.summary()})")
     windows = {"fixed": fixed.ys[..., 0], "rtol": refined.ys[..., 0]}
     statuses = {"fixed": np.asarray(fixed.status), "rtol": np.asarray(refined.status)}
 
@@ -278,18 +306,19 @@ def run_fluidcc(args, points, grid, t_final) -> tuple[dict, dict]:
     report["chebyshev_warmup"] = {"points": chunk, "wall_s": wall + wall_r, "compile_s": seconds + seconds_r,
                                   "kernels_compiled": count + count_r}
     for key, rtol, nodes in (("cheb_fixed", None, args.nodes), ("cheb_rtol", args.rtol, args.rtol_nodes)):
-        sol, wall, seconds, count = timed_solve(clock, params, t_final, grid, method="chebyshev", nodes=nodes,
-                                                rtol=rtol, max_pieces_per_delay=args.max_pieces_per_delay,
-                                                batch_chunk=chunk)
+        sol, wall, seconds, count, warm_walls, same = repeated_solve(
+            clock, args.repeats, params, t_final, grid, method="chebyshev", nodes=nodes, rtol=rtol,
+            max_pieces_per_delay=args.max_pieces_per_delay, batch_chunk=chunk)
         used = [f"{m}x{n}" for m, n in zip(sol.info["pieces_per_delay"], sol.info["nodes"])]
         report[key] = {
             "nodes": nodes,
             "rtol": rtol,
-            **timing(size, wall, seconds, count, sol),
+            **timing(size, wall, seconds, count, sol, warm_walls, same),
             "pieces_x_nodes_used": dict(sorted(Counter(used).items())),
         }
         log(f"fluidcc chebyshev rtol={rtol}: {wall:.1f} s wall of which {seconds:.1f} s compiling ({count} XLA "
-            f"compiles), {size / (wall - seconds):.0f} trajectories/s excluding compilation ({sol.summary()})")
+            f"compiles), {size / (wall - seconds):.0f} trajectories/s excluding compilation, best of "
+            f"{args.repeats} {report[key]['trajectories_per_s_best']:.0f} ({sol.summary()})")
         windows[key] = sol.ys[..., 0]
         statuses[key] = np.asarray(sol.status)
     return report, {"windows": windows, "status": statuses}
@@ -397,6 +426,16 @@ def run_jitcdde(args, points, index, grid) -> tuple[dict, dict]:
                 args.jitcdde_shift_ratio if tight else None,
                 args.jitcdde_point_timeout,
             )
+            repeated, identical = [], True
+            for _ in range(args.repeats - 1):
+                again, again_wall, _ = run_jitcdde_config(
+                    compiled[coordinates], coordinates, points, index, grid,
+                    tolerances if tight else None,
+                    args.jitcdde_shift_ratio if tight else None,
+                    args.jitcdde_point_timeout,
+                )
+                repeated.append(again_wall)
+                identical &= bool(np.array_equal(again, w, equal_nan=True))
         windows[name] = w
         report[name] = {
             "coordinates": coordinates,
@@ -405,10 +444,15 @@ def run_jitcdde(args, points, index, grid) -> tuple[dict, dict]:
             "adjust_diff_shift_ratio": args.jitcdde_shift_ratio if tight else 1e-4,
             "wall_s": wall,
             "trajectories_per_s": len(index) / wall,
+            "repeated_walls_s": repeated,
+            "repeats_identical": identical,
+            "best_wall_s": min([wall, *repeated]),
+            "trajectories_per_s_best": len(index) / min([wall, *repeated]),
             "exceptions": failures,
             "points_with_nonfinite_windows": int(np.sum(~np.all(np.isfinite(w), axis=1))),
         }
-        log(f"jitcdde {name}: {wall:.1f} s, {len(index) / wall:.0f} trajectories/s, exceptions {failures or 0}")
+        log(f"jitcdde {name}: {wall:.1f} s, {len(index) / wall:.0f} trajectories/s, best of {args.repeats} "
+            f"{report[name]['trajectories_per_s_best']:.0f}, exceptions {failures or 0}")
     return report, windows
 
 
@@ -605,32 +649,35 @@ def print_table(results: dict) -> None:
           f"({fl['fixed']['kernels_compiled_during_run']} kernels), during the rtol run "
           f"{fl['rtol']['compile_s_during_run']:.1f} s ({fl['rtol']['kernels_compiled_during_run']} kernels); "
           f"excluded from the fluidcc wall times below")
-    header = f"{'solver':<26}{'points':>7}{'wall s':>9}{'traj/s':>10}  {'err max':>9}{'err p99':>9}{'err med':>9}{'>1e-6':>10}{'wrong#':>7}  status"
+    header = f"{'solver':<26}{'points':>7}{'wall s':>9}{'traj/s':>10}{'best/s':>10}  {'err max':>9}{'err p99':>9}{'err med':>9}{'>1e-6':>10}{'wrong#':>7}  status"
     print(header)
     print("-" * len(header))
 
-    def row(name, points, wall, rate, stats, status):
+    def row(name, points, wall, rate, stats, status, best=None):
         stats = stats or {}
         wrong = stats.get("wrong_numbers")
         n = stats.get("points")
         above = f"{stats['above_1e-6']}/{n}" if n else "-"
-        print(f"{name:<26}{points:>7}{_fmt(wall, '.1f'):>9}{_fmt(rate, '.0f'):>10}  {_fmt(stats.get('max')):>9}"
+        print(f"{name:<26}{points:>7}{_fmt(wall, '.1f'):>9}{_fmt(rate, '.0f'):>10}{_fmt(best, '.0f'):>10}  {_fmt(stats.get('max')):>9}"
               f"{_fmt(stats.get('p99')):>9}{_fmt(stats.get('median')):>9}{above:>10}{_fmt(wrong, 'd'):>7}  {status}")
 
     row(f"fluidcc rk4 M={fl['fixed']['steps_per_delay']}", fl["points"], fl["fixed"]["wall_s_excluding_compile"],
-        fl["fixed"]["trajectories_per_s"], acc.get("fluidcc_fixed"), fl["fixed"]["status"])
+        fl["fixed"]["trajectories_per_s"], acc.get("fluidcc_fixed"), fl["fixed"]["status"],
+        fl["fixed"]["trajectories_per_s_best"])
     row(f"fluidcc rk4 rtol={fl['rtol']['rtol']:g}", fl["points"], fl["rtol"]["wall_s_excluding_compile"],
-        fl["rtol"]["trajectories_per_s"], acc.get("fluidcc_rtol"), fl["rtol"]["status"])
+        fl["rtol"]["trajectories_per_s"], acc.get("fluidcc_rtol"), fl["rtol"]["status"],
+        fl["rtol"]["trajectories_per_s_best"])
     for key, label in (("cheb_fixed", f"chebyshev 1x{fl.get('cheb_fixed', {}).get('nodes')}"),
                        ("cheb_rtol", f"chebyshev rtol={fl['rtol']['rtol']:g} from 1x{fl.get('cheb_rtol', {}).get('nodes')}")):
         if key in fl:
             row(f"fluidcc {label}", fl["points"], fl[key]["wall_s_excluding_compile"], fl[key]["trajectories_per_s"],
-                acc.get(f"fluidcc_{key}"), fl[key]["status"])
+                acc.get(f"fluidcc_{key}"), fl[key]["status"], fl[key]["trajectories_per_s_best"])
     for name, value in jit.items():
         if isinstance(value, dict) and "wall_s" in value:
             row(f"jitcdde {name}", jit["points"], value["wall_s"], value["trajectories_per_s"],
                 acc.get(f"jitcdde_{name}"),
-                f"exceptions {value['exceptions'] or 0}, non-finite points {value['points_with_nonfinite_windows']}")
+                f"exceptions {value['exceptions'] or 0}, non-finite points {value['points_with_nonfinite_windows']}",
+                value["trajectories_per_s_best"])
     if "wall_s" in ref:
         row(f"scipy reference x{ref['worker_processes']} proc", ref["points"], ref["wall_s"], ref["trajectories_per_s"], None, ref["status"])
     print(f"errors: max |w/w_ref - 1| over t >= {results['config']['skip_rtts']} T on points with a finite reference "
@@ -646,6 +693,11 @@ def print_table(results: dict) -> None:
         if sub and sub.get("points"):
             print(f"fluidcc {key} on the jitcdde points only: max {_fmt(sub['max'])}, p99 {_fmt(sub['p99'])}, "
                   f"median {_fmt(sub['median'])}, >1e-6: {sub['above_1e-6']}/{sub['points']}")
+    repeated = {f"fluidcc {k}": v for k, v in fl.items() if isinstance(v, dict) and "repeats_identical" in v}
+    repeated.update({f"jitcdde {k}": v for k, v in jit.items() if isinstance(v, dict) and "repeats_identical" in v})
+    differing = [name for name, v in repeated.items() if not v["repeats_identical"]]
+    print(f"repeats ({results['config']['repeats']} per run) returned the same numbers bit for bit: "
+          + ("all" if not differing else f"all but {', '.join(differing)}"))
     for name, ratio in results["speedup"].items():
         headline = "  (headline)" if name == "fluidcc fixed / jitcdde natural/default" else ""
         print(f"speed-up {name}: {ratio:.2f}x{headline}")
@@ -696,6 +748,10 @@ def main(argv=None) -> dict:
             speedup[f"fluidcc rtol / jitcdde {name}"] = fluidcc_report["rtol"]["trajectories_per_s"] / rate
             for key in ("cheb_fixed", "cheb_rtol"):
                 speedup[f"fluidcc {key} / jitcdde {name}"] = fluidcc_report[key]["trajectories_per_s"] / rate
+            best = jitcdde_report[name]["trajectories_per_s_best"]
+            for key in ("fixed", "rtol", "cheb_fixed", "cheb_rtol"):
+                speedup[f"best of {args.repeats}: fluidcc {key} / jitcdde {name}"] = (
+                    fluidcc_report[key]["trajectories_per_s_best"] / best)
 
     machine = machine_info()
     machine["load_average_1_5_15_min_at_start"] = load_at_start
