@@ -12,10 +12,13 @@ from fluidcc.dde._solve import _statuses
 times = st.one_of(st.just(np.inf), st.floats(0.0, 100.0))
 
 
-@given(st.lists(st.tuples(times, times, st.booleans()), min_size=1, max_size=40))
-def test_the_first_failure_decides_and_only_failures_get_a_message(points):
-    over, nan, missed = (np.array(column) for column in zip(*points))
+@given(st.lists(st.tuples(times, times, st.booleans()), max_size=40), st.booleans())
+def test_the_first_failure_decides_and_only_failures_get_a_message(points, as_integers):
+    over, nan, missed = (np.array([p[k] for p in points], dtype=float) for k in range(3))
+    # the tolerance flags are read as true or false per point, also when given as 0 / 1
+    missed = missed.astype(int) if as_integers else missed.astype(bool)
     status, messages = _statuses(over, nan, missed)
+    assert status.shape == messages.shape == (len(points),)
     for i, (o, n, m) in enumerate(points):
         if np.isfinite(o) and o <= n:  # overflowed first (or at the same node as the NaN)
             assert status[i] == Status.OVERFLOW and messages[i].startswith("overflow")

@@ -124,16 +124,18 @@ def solve(
         in relative terms (log components) or relative to the component's largest magnitude.
     pieces_per_delay, nodes: "chebyshev" only: each delay interval is cut into this many pieces
         of `nodes` Chebyshev-Lobatto nodes (nodes >= 4). With rtol, the refinement first adds
-        nodes (by 8, up to 32), then doubles the pieces up to `max_pieces_per_delay`, per point,
+        nodes (about 1.5 times as many per rung: 12, 16, 24, 32, 48, 64, 96, 128), then doubles
+        the pieces up to `max_pieces_per_delay`, per point,
         until two successive resolutions agree to rtol (relative, component by component for
         positive components, else relative to the component's largest magnitude); the finer
         solution is kept.
     log_space: integrate the components the model marks positive as log x.
     batch_chunk: the most points integrated together. The batch is cut into chunks of nearly
         equal width on every device (`_batching.chunk_width`; fewer points at high resolution,
-        so a chunk's arrays stay in the CPU cache), the last one padded, so the working memory
-        does not grow with the batch (benchmarks/dde_memory.py) and few kernel shapes are
-        compiled.
+        so a chunk's arrays stay in the CPU cache), the last one padded, so what the devices
+        hold does not grow with the batch (the host's bookkeeping grows by some 30-60 bytes per
+        point besides the parameters and the saves: benchmarks/dde_memory.py) and few kernel
+        shapes are compiled.
     progress: called as progress(points_done, points_total) after each chunk.
 
     Returns a `Solution`. Failing points carry a status and a message; bad input raises a
@@ -209,7 +211,7 @@ def solve(
 
 def _solve_chebyshev(system, params, size, t_final, grid, names, rtol, pieces, nodes, max_pieces, batch_chunk,
                      progress, started) -> Solution:
-    from ._chebyshev import ChebyshevRunner, refine, resolution_ladder
+    from ._chebyshev import MAX_NODES, ChebyshevRunner, refine, resolution_ladder
 
     for name, value, low in (("pieces_per_delay", pieces, 1), ("nodes", nodes, 4),
                              ("max_pieces_per_delay", max_pieces, 1)):
@@ -224,7 +226,7 @@ def _solve_chebyshev(system, params, size, t_final, grid, names, rtol, pieces, n
     n_states = system.state_size(point)
     positive = tuple(bool(b) for b in system.log_components(point))
     runner = ChebyshevRunner(system, params, delays[:, 0], t_final, grid, n_states, batch_chunk, progress, take)
-    ladder = resolution_ladder(pieces, nodes, max(max_pieces, pieces), max_nodes=max(32, nodes))
+    ladder = resolution_ladder(pieces, nodes, max(max_pieces, pieces), max_nodes=max(MAX_NODES, nodes))
     ys, over, nan, level, error, failed = refine(runner, size, ladder if rtol is not None else ladder[:1], rtol,
                                                  positive)
     # failures after a point's own end time (a batch runs to its longest horizon) do not count
@@ -281,7 +283,7 @@ def _statuses(over: np.ndarray, nan: np.ndarray, tolerance_failed: np.ndarray):
     tolerance; a message for each failing point ('' for the others)."""
     overflow = np.isfinite(over) & (over <= nan)
     nonfinite = ~overflow & np.isfinite(nan)
-    missed = ~overflow & ~nonfinite & tolerance_failed
+    missed = ~overflow & ~nonfinite & np.asarray(tolerance_failed, dtype=bool)
     status = np.full(over.shape, Status.OK, dtype=np.int8)
     status[overflow], status[nonfinite] = Status.OVERFLOW, Status.NONFINITE
     status[missed] = Status.TOLERANCE_NOT_REACHED
