@@ -19,7 +19,7 @@ from dde_systems import Growth, Hutchinson, LinearDelay, SingleDelay, SquareRoot
 T3 = np.linspace(0.0, 3.0, 31)  # most of these fall between nodes: read by interpolation
 
 
-@pytest.mark.parametrize("n", [4, 9, 16, 32])
+@pytest.mark.parametrize("n", [4, 9, 16, 32, 48, 64, 96, 128])  # up to the most nodes the refinement uses
 def test_integration_matrix_integrates_polynomials_of_degree_below_n_exactly(n):
     x = lobatto_nodes(n)
     rng = np.random.default_rng(n)
@@ -146,8 +146,13 @@ def test_many_saves_per_interval_between_nodes_and_pieces():
 
 
 def test_ladder_adds_nodes_then_pieces():
-    assert resolution_ladder(1, 16, 8) == [(1, 16), (1, 24), (1, 32), (2, 32), (4, 32), (8, 32)]
+    assert resolution_ladder(1, 16, 8) == [(1, 16), (1, 24), (1, 32), (1, 48), (1, 64), (1, 96), (1, 128), (2, 128),
+                                           (4, 128), (8, 128)]
+    assert resolution_ladder(1, 16, 4, max_nodes=32) == [(1, 16), (1, 24), (1, 32), (2, 32), (4, 32)]
+    assert resolution_ladder(1, 4, 1, max_nodes=16) == [(1, 4), (1, 6), (1, 8), (1, 12), (1, 16)]
+    assert resolution_ladder(1, 40, 1) == [(1, 40), (1, 48), (1, 64), (1, 96), (1, 128)]
     assert resolution_ladder(2, 40, 2, max_nodes=40) == [(2, 40)]
+    assert resolution_ladder(1, 100, 2, max_nodes=150) == [(1, 100), (1, 128), (1, 150), (2, 150)]
 
 
 def _spiky_miaimd():

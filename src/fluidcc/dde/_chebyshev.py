@@ -304,12 +304,28 @@ class ChebyshevRunner:
         return run_in_chunks(points, chunk, self.grid.shape[1], self.n_states, launch, self.progress)
 
 
-def resolution_ladder(pieces: int, nodes: int, max_pieces: int, max_nodes: int = 32) -> list[tuple[int, int]]:
-    """Resolutions tried in turn by the refinement: more nodes (by 8) up to max_nodes, then
-    twice the pieces up to max_pieces."""
+#: The most nodes per piece the refinement adds before it doubles the pieces.
+MAX_NODES = 128
+
+
+def more_nodes(nodes: int) -> int:
+    """The next number of nodes per piece on the ladder: the next power of two or one and a half
+    times a power of two (..., 8, 12, 16, 24, 32, 48, 64, 96, 128, ...)."""
+    power = round_down_pow2(nodes)
+    return power * 3 // 2 if nodes < power * 3 // 2 else power * 2
+
+
+def resolution_ladder(pieces: int, nodes: int, max_pieces: int,
+                      max_nodes: int = MAX_NODES) -> list[tuple[int, int]]:
+    """Resolutions tried in turn by the refinement: more nodes (`more_nodes`) up to max_nodes,
+    then twice the pieces up to max_pieces.
+
+    Nodes come first, and up to many of them: one polynomial of high degree over a delay interval
+    follows the steep part of an oscillating point's interval for less work than more pieces of
+    fewer nodes (benchmarks/chebyshev_ladder.py, benchmarks/RESULTS.md)."""
     ladder = [(pieces, nodes)]
     while ladder[-1][1] < max_nodes:
-        ladder.append((pieces, min(max_nodes, ladder[-1][1] + 8)))
+        ladder.append((pieces, min(max_nodes, more_nodes(ladder[-1][1]))))
     while ladder[-1][0] * 2 <= max_pieces:
         ladder.append((ladder[-1][0] * 2, ladder[-1][1]))
     return ladder
