@@ -39,11 +39,21 @@ from fluidcc.dde import Status, solve  # noqa: E402
 from fluidcc.dde._chebyshev import resolution_ladder  # noqa: E402
 from fluidcc.models.miaimd import MIAIMDAggregate  # noqa: E402
 
-RESOLUTIONS = ("1x8", "1x10", "1x12", "1x16", "1x20", "1x24", "1x32", "2x16", "2x24", "2x32", "4x24",
-               "4x32", "8x24", "8x32", "16x32", "32x32")
+RESOLUTIONS = ("1x8", "1x10", "1x12", "1x16", "1x20", "1x24", "1x32", "1x40", "1x48", "1x64", "1x96", "1x128",
+               "2x16", "2x24", "2x32", "2x64", "2x128", "4x24", "4x32", "4x64", "4x128", "8x24", "8x32", "16x32",
+               "32x32")
 
-#: Alternatives to fluidcc's own ladder (resolution_ladder from 1 x 8), which is always measured first.
+#: Alternatives to fluidcc's own ladder (resolution_ladder from 1 x 12), which is always measured first.
 OTHER_LADDERS = {
+    "32 nodes, then more pieces (fluidcc's ladder until 2026-11-24)": ("1x8", "1x16", "1x24", "1x32", "2x32", "4x32",
+                                                                      "8x32", "16x32", "32x32"),
+    "from 1 x 8": ("1x8", "1x12", "1x16", "1x24", "1x32", "1x48", "1x64", "1x96", "1x128", "2x128", "4x128"),
+    "from 1 x 8, no 1 x 12": ("1x8", "1x16", "1x24", "1x32", "1x48", "1x64", "1x96", "1x128", "2x128", "4x128"),
+    "from 1 x 10": ("1x10", "1x16", "1x24", "1x32", "1x48", "1x64", "1x96", "1x128", "2x128", "4x128"),
+    "64 nodes, then more pieces": ("1x12", "1x16", "1x24", "1x32", "1x48", "1x64", "2x64", "4x64", "4x128"),
+    "8 nodes more per rung up to 48": ("1x12", "1x16", "1x24", "1x32", "1x40", "1x48", "1x64", "1x96", "1x128",
+                                       "2x128", "4x128"),
+    "twice the nodes per rung": ("1x8", "1x16", "1x32", "1x64", "1x128", "2x128", "4x128"),
     "one more rung at 1 x 12": ("1x8", "1x12", "1x16", "1x24", "1x32", "2x32", "4x32", "8x32", "16x32", "32x32"),
     "1 x 10 first": ("1x10", "1x16", "1x24", "1x32", "2x32", "4x32", "8x32", "16x32", "32x32"),
     "24 nodes per piece": ("1x8", "1x16", "1x24", "2x24", "4x24", "8x24", "16x32", "32x32"),
@@ -123,11 +133,11 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     finite, seconds, error = errors_and_times(args)
     size = len(finite)
-    fluidcc_ladder = tuple(label(r) for r in resolution_ladder(1, 8, 32))
+    fluidcc_ladder = tuple(label(r) for r in resolution_ladder(1, 12, 4))
     missing = [name for name in fluidcc_ladder if name not in seconds]
     if missing:
         raise SystemExit(f"RESOLUTIONS lacks {missing}, rungs of fluidcc's ladder")
-    ladders = {"fluidcc's ladder (resolution_ladder from 1 x 8)": fluidcc_ladder, **OTHER_LADDERS}
+    ladders = {"fluidcc's ladder (resolution_ladder from 1 x 12)": fluidcc_ladder, **OTHER_LADDERS}
 
     report = {"args": {k: str(v) for k, v in vars(args).items()}, "pass_seconds": seconds, "ladders": {}}
     print(f"\nladder costs (model of the climb, rtol {args.rtol:g}; seconds for all {size} points):")

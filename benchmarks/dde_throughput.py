@@ -102,7 +102,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--rtol", type=float, default=1e-6, help="fluidcc refinement tolerance (relative error of the window)")
     parser.add_argument("--max-steps-per-delay", type=int, default=4096, help="finest fluidcc resolution the refinement may use")
     parser.add_argument("--nodes", type=int, default=16, help="Chebyshev nodes per piece of the chebyshev method's first resolution")
-    parser.add_argument("--rtol-nodes", type=int, default=8, help="Chebyshev nodes per piece of the first resolution of the chebyshev rtol run (its ladder adds 8 nodes per rung up to 32)")
+    parser.add_argument("--rtol-nodes", type=int, default=12, help="Chebyshev nodes per piece of the first resolution of the chebyshev rtol run (its ladder: 16, 24, 32, 48, 64, 96, 128 nodes, then more pieces)")
     parser.add_argument("--max-pieces-per-delay", type=int, default=256, help="finest chebyshev resolution (pieces per RTT) the refinement may use")
     parser.add_argument("--batch-chunk", type=int, default=DEFAULT_BATCH_CHUNK, help="fluidcc points integrated together")
     parser.add_argument("--skip-rtts", type=int, default=5, help="errors are measured on save points t >= skip_rtts * T")
