@@ -4,17 +4,18 @@ The points are those of `dde_throughput.py` (eq. (14) of the VCP paper at random
 alpha = 1, gamma = 0.98). Each configuration runs in a fresh Python process, which
 
 1. builds the parameter batch and the save grid,
-2. solves a warm-up batch as wide as one round of full chunks (every device gets a chunk of the
-   full width), so the kernels the big run uses are compiled and their compile-time memory is in
-   the baseline,
-3. reads the process's peak resident memory so far (VmHWM, the baseline), solves the whole batch
-   and reads the peak again.
+2. solves the whole batch once, so that every kernel the measured solve uses is compiled and
+   loaded (the refinement's kernels depend on how many points reach each rung), and drops that
+   solution,
+3. returns the memory the allocator kept from that solve to the system (malloc_trim), resets the
+   process's peak resident memory (/proc/self/clear_refs), reads the resident memory (the
+   baseline), solves the whole batch again and reads the peak (VmHWM).
 
-The growth of the peak during the solve, less the memory the `Solution` must hold anyway (saves,
-save times unless they are the caller's own array, error estimates, statuses, messages: reported
-as "output"), is the engine's working memory. Bounded memory
-means that working memory stays the same from 10^4 to 10^6 points while the output grows with
-the batch.
+The growth of the peak during the second solve, less the memory the `Solution` must hold anyway
+(saves, save times unless they are the caller's own array, error estimates, statuses, messages:
+"output"), is the engine's working memory. The devices hold chunks of a bounded number of points;
+what grows with the batch beyond the output is the host's bookkeeping per point. Memory is given
+in MiB.
 
 Run from the repository root, e.g.
 
@@ -24,6 +25,8 @@ Run from the repository root, e.g.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import gc
 import json
 import os
 import platform
@@ -42,19 +45,24 @@ CONFIGS = {
 }
 
 
-def _peak_bytes() -> int:
-    """The process's peak resident memory so far (VmHWM), bytes."""
+def _memory_bytes(field: str) -> int:
+    """A field of /proc/self/status in bytes: VmRSS (resident now) or VmHWM (peak since the last
+    reset)."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmHWM in /proc/self/status (this benchmark needs Linux)")
+    raise RuntimeError(f"no {field} in /proc/self/status (this benchmark needs Linux)")
+
+
+def _reset_peak() -> None:
+    """Set the peak resident memory (VmHWM) to the current one."""
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")
 
 
 def worker(name: str, size: int, seed: int) -> dict:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import jax
-
     import dde_throughput as points_of
     from fluidcc.dde import solve
     from fluidcc.dde._solve import take
@@ -70,19 +78,22 @@ def worker(name: str, size: int, seed: int) -> dict:
         grid = points["rtt_s"][:, None] * np.arange(0, rtts + 1, 10)[None, :]
     system = MIAIMDAggregate()
 
-    warm = np.arange(min(size, 2 * 1024 * len(jax.local_devices())))
-    solve(system, take(params, warm), t_final[warm], None if grid is None else grid[warm], method=method, **kwargs)
-    baseline = _peak_bytes()
+    solve(system, params, t_final, grid, method=method, **kwargs)  # compiles and loads every kernel
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # else the second solve reuses what the first one freed
+    _reset_peak()
+    baseline = _memory_bytes("VmRSS")
     started = time.perf_counter()
     solution = solve(system, params, t_final, grid, method=method, **kwargs)
     wall = time.perf_counter() - started
-    peak = _peak_bytes()
+    peak = _memory_bytes("VmHWM")
     held = (solution.ys, solution.ts, solution.status, solution.messages, solution.steps_per_delay,
             solution.error_estimate, *solution.info.values())
     # the save times are the caller's own grid when given per point (no copy): not counted again
     output = sum(a.nbytes for a in held if isinstance(a, np.ndarray) and not (grid is not None
                                                                               and np.shares_memory(a, grid)))
-    output += sum(len(m) for m in solution.messages if isinstance(m, str))  # object arrays hold pointers
+    # an object array holds pointers; the strings themselves, once each (the '' of every ok point is one)
+    output += sum(sys.getsizeof(m) for m in {id(m): m for m in solution.messages}.values())
     return {"config": name, "points": size, "wall_s": wall, "baseline_bytes": baseline, "peak_bytes": peak,
             "growth_bytes": peak - baseline, "output_bytes": output,
             "working_bytes": peak - baseline - output,
@@ -109,8 +120,8 @@ def main(argv=None) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     results = []
     print(f"{platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs")
-    print(f"{'configuration':<38} {'points':>9} {'wall s':>7} {'baseline MB':>11} {'growth MB':>9} "
-          f"{'output MB':>9} {'working MB':>10}")
+    print(f"{'configuration':<38} {'points':>9} {'wall s':>7} {'baseline MiB':>12} {'growth MiB':>10} "
+          f"{'output MiB':>10} {'working MiB':>11}")
     for name in names:
         for size in sizes:
             done = subprocess.run([sys.executable, os.path.abspath(__file__), "--seed", str(args.seed),
@@ -118,9 +129,9 @@ def main(argv=None) -> None:
             row = json.loads(done.stdout.strip().splitlines()[-1])
             results.append(row)
             mb = 1 / 2**20
-            print(f"{name:<38} {size:>9} {row['wall_s']:>7.1f} {row['baseline_bytes'] * mb:>11.0f} "
-                  f"{row['growth_bytes'] * mb:>9.0f} {row['output_bytes'] * mb:>9.0f} "
-                  f"{row['working_bytes'] * mb:>10.0f}", flush=True)
+            print(f"{name:<38} {size:>9} {row['wall_s']:>7.1f} {row['baseline_bytes'] * mb:>12.0f} "
+                  f"{row['growth_bytes'] * mb:>10.0f} {row['output_bytes'] * mb:>10.0f} "
+                  f"{row['working_bytes'] * mb:>11.0f}", flush=True)
     if args.out:
         with open(args.out, "w") as handle:
             json.dump({"machine": {"node": platform.node(), "cpus": os.cpu_count()}, "results": results}, handle,
