@@ -133,7 +133,7 @@ def solve(
     batch_chunk: the most points integrated together. The batch is cut into chunks of nearly
         equal width on every device (`_batching.chunk_width`; fewer points at high resolution,
         so a chunk's arrays stay in the CPU cache), the last one padded, so what the devices
-        hold does not grow with the batch (the host's bookkeeping grows by some 30-60 bytes per
+        hold does not grow with the batch (the host's bookkeeping grows by some 30-70 bytes per
         point besides the parameters and the saves: benchmarks/dde_memory.py) and few kernel
         shapes are compiled.
     progress: called as progress(points_done, points_total) after each chunk.
