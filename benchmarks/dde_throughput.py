@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import functools
 import json
 import os
 import platform
@@ -420,20 +421,13 @@ def run_jitcdde(args, points, index, grid) -> tuple[dict, dict]:
             # jitcdde warns when a save time lies inside its last step (it then interpolates) and
             # about the discontinuity handling chosen here on purpose.
             warnings.simplefilter("ignore")
-            w, wall, failures = run_jitcdde_config(
-                compiled[coordinates], coordinates, points, index, grid,
-                tolerances if tight else None,
-                args.jitcdde_shift_ratio if tight else None,
-                args.jitcdde_point_timeout,
-            )
+            run = functools.partial(run_jitcdde_config, compiled[coordinates], coordinates, points, index, grid,
+                                    tolerances if tight else None, args.jitcdde_shift_ratio if tight else None,
+                                    args.jitcdde_point_timeout)
+            w, wall, failures = run()
             repeated, identical = [], True
             for _ in range(args.repeats - 1):
-                again, again_wall, _ = run_jitcdde_config(
-                    compiled[coordinates], coordinates, points, index, grid,
-                    tolerances if tight else None,
-                    args.jitcdde_shift_ratio if tight else None,
-                    args.jitcdde_point_timeout,
-                )
+                again, again_wall, _ = run()
                 repeated.append(again_wall)
                 identical &= bool(np.array_equal(again, w, equal_nan=True))
         windows[name] = w
