@@ -140,7 +140,11 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
         times = tau * (k + offsets[..., None])  # (n, M, B)
         a, b = coefficients(times, previous, params)  # (n, M, S, B) each
         big_a = tau * integrate(a)
-        decay = jnp.exp(-big_a)  # e^{-A}
+        # e^{-A}, computed once per node: without the barrier XLA fuses the exponential into both
+        # of its uses below and turns the division by it into a product with e^{+A}, two
+        # exponentials per node instead of one exponential and a division (about 10 % of a pass on
+        # a CPU, at 12 and at 48 nodes)
+        decay = jax.lax.optimization_barrier(jnp.exp(-big_a))
         forcing = tau * integrate(decay * b)
         gain = 1.0 / decay[-1]  # (M, S, B): x_end = gain x_start + shift
         shift = forcing[-1] * gain
@@ -160,11 +164,15 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
         new_nan = jnp.isinf(nan) & jnp.isnan(largest)
 
         def first_failures(_):
-            node_times = jnp.broadcast_to(times[:, :, None, :], x.shape)
+            # the node times and the coefficients are computed again here, from the carry, so that
+            # the loop does not keep them in memory for this rare branch at every interval
+            node_times = tau * (k + offsets[..., None])
+            field_a, field_b = coefficients(node_times, previous, params)
+            node_times = jnp.broadcast_to(node_times[:, :, None, :], x.shape)
             first = lambda bad: jnp.min(jnp.where(bad, node_times, jnp.inf), axis=(0, 1, 2))  # noqa: E731
             # a NaN in a coefficient spreads to every node of its piece through the integrals:
             # the first NaN coefficient says when it appeared
-            in_field = first(jnp.isnan(a) | jnp.isnan(b))
+            in_field = first(jnp.isnan(field_a) | jnp.isnan(field_b))
             in_state = first(jnp.isnan(x))
             return first(jnp.isinf(x)), jnp.where(jnp.isfinite(in_field), in_field, in_state)
 
