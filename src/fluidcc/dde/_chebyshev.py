@@ -148,6 +148,25 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
         forcing = tau * integrate(decay * b)
         gain = 1.0 / decay[-1]  # (M, S, B): x_end = gain x_start + shift
         shift = forcing[-1] * gain
+
+        def first_nan_coefficient(_):
+            # the node times and the coefficients computed again, from the carry, so that the loop
+            # does not keep them for this rare branch at every interval
+            node_times = tau * (k + offsets[..., None])
+            field_a, field_b = coefficients(node_times, previous, params)
+            return jnp.min(jnp.where(jnp.isnan(field_a) | jnp.isnan(field_b), node_times[:, :, None, :], jnp.inf),
+                           axis=(0, 1, 2))
+
+        # a NaN coefficient makes every integral over its piece NaN from the piece's second node on,
+        # and so the state: the first NaN coefficient says when it appeared. It is looked for before
+        # the state is computed (and only where an integral over a piece is NaN), so that the state
+        # can take the place of `previous` without a copy of it
+        field_nan = jnp.any(jnp.isnan(big_a[-1]) | jnp.isnan(forcing[-1]), axis=(0, 1)) & jnp.isinf(nan)
+        in_field = jax.lax.cond(jnp.any(field_nan), first_nan_coefficient, lambda _: jnp.full_like(nan, jnp.inf),
+                                None)
+        # (in_field is never NaN: the state's start depends on it only so that the search above
+        # runs before the state is written in place of `previous`)
+        start = jnp.where(jnp.isnan(in_field), jnp.nan, start)
         if pieces > 1:
             gains, shifts = jax.lax.associative_scan(_combine, (gain, shift), axis=0)
             ends = start * gains + shifts
@@ -164,17 +183,9 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
         new_nan = jnp.isinf(nan) & jnp.isnan(largest)
 
         def first_failures(_):
-            # the node times and the coefficients are computed again here, from the carry, so that
-            # the loop does not keep them in memory for this rare branch at every interval
-            node_times = tau * (k + offsets[..., None])
-            field_a, field_b = coefficients(node_times, previous, params)
-            node_times = jnp.broadcast_to(node_times[:, :, None, :], x.shape)
+            node_times = jnp.broadcast_to((tau * (k + offsets[..., None]))[:, :, None, :], x.shape)
             first = lambda bad: jnp.min(jnp.where(bad, node_times, jnp.inf), axis=(0, 1, 2))  # noqa: E731
-            # a NaN in a coefficient spreads to every node of its piece through the integrals:
-            # the first NaN coefficient says when it appeared
-            in_field = first(jnp.isnan(field_a) | jnp.isnan(field_b))
-            in_state = first(jnp.isnan(x))
-            return first(jnp.isinf(x)), jnp.where(jnp.isfinite(in_field), in_field, in_state)
+            return first(jnp.isinf(x)), jnp.where(jnp.isfinite(in_field), in_field, first(jnp.isnan(x)))
 
         first_over, first_nan = jax.lax.cond(jnp.any(new_over | new_nan), first_failures,
                                              lambda _: (over, nan), None)
@@ -294,8 +305,9 @@ class ChebyshevRunner:
         cap = max(16, self.NODE_BUDGET // (pieces * nodes))
         return chunk_width(size, len(self.devices), min(self.batch_chunk, round_down_pow2(cap)))
 
-    def run(self, points: np.ndarray, resolution: tuple[int, int]):
-        """Integrate `points` (indices into the batch) at (pieces per delay, nodes per piece)."""
+    def run(self, points: np.ndarray, resolution: tuple[int, int], sink=None):
+        """Integrate `points` (indices into the batch) at (pieces per delay, nodes per piece); the
+        outputs are returned, or handed to `sink` chunk by chunk (`_batching.run_in_chunks`)."""
         pieces, nodes = resolution
         n_intervals = max(1, int(np.max(np.ceil(self.t_final[points] / self.tau[points] - 1e-9))))
         chunk = self.chunk_size(len(points), pieces, nodes)
@@ -309,7 +321,7 @@ class ChebyshevRunner:
             params, tau, grid = put((self.take(self.params, padded), self.tau[padded], self.grid[padded]))
             return _kernel(self.system, pieces, nodes, n_intervals, self.n_states, slots, at_ends, params, tau, grid)
 
-        return run_in_chunks(points, chunk, self.grid.shape[1], self.n_states, launch, self.progress)
+        return run_in_chunks(points, chunk, self.grid.shape[1], self.n_states, launch, self.progress, sink)
 
 
 #: The most nodes per piece the refinement adds before it doubles the pieces.
