@@ -93,3 +93,57 @@ def test_a_bad_save_grid_in_a_later_block_is_still_found(monkeypatch):
     times[5, 5] = 6.0
     with pytest.raises(ParameterError, match="t_final"):
         solve(Hutchinson(), {"r": np.ones(7)}, 5.0, times)
+
+
+def _fake_launch(n_saves: int, n_states: int):
+    """A kernel stand-in whose outputs tell which point they belong to."""
+
+    def launch(padded, put):
+        points = put(np.asarray(padded, dtype=float))
+        saves = points[:, None, None] + np.arange(n_saves * n_states).reshape(1, n_saves, n_states) / 100.0
+        return saves, points + 0.5, -points
+
+    return launch
+
+
+@pytest.mark.parametrize("size, chunk", [(1, 4), (7, 3), (12, 4), (13, 16)])
+def test_chunks_handed_to_a_sink_are_the_gathered_ones(size, chunk):
+    points = np.random.default_rng(size).permutation(100)[:size]
+    gathered = _batching.run_in_chunks(points, chunk, 5, 2, _fake_launch(5, 2))
+    np.testing.assert_array_equal(gathered[1], points + 0.5)  # the padding is dropped
+    seen = []
+    received = (np.full((size, 5, 2), np.nan), np.full(size, np.nan), np.full(size, np.nan))
+
+    def sink(rows, saves, over, nan):
+        seen.append((rows.start, rows.stop))
+        received[0][rows], received[1][rows], received[2][rows] = saves, over, nan
+
+    assert _batching.run_in_chunks(points, chunk, 5, 2, _fake_launch(5, 2), sink=sink) is None
+    assert seen == [(start, min(start + chunk, size)) for start in range(0, size, chunk)]  # in order, once each
+    for got, want in zip(received, gathered):
+        np.testing.assert_array_equal(got, want)
+
+
+special = st.sampled_from([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 1e-300])
+values = st.one_of(st.floats(-1e6, 1e6), special)
+
+
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(1, 3), st.data(), st.booleans())
+def test_max_difference_is_inf_wherever_a_save_or_the_quotient_is_not_finite(points, saves, states, data,
+                                                                             relative):
+    shape = (points, saves, states)
+    fine = np.array(data.draw(st.lists(values, min_size=fine_size(shape), max_size=fine_size(shape)))).reshape(shape)
+    coarse = np.array(data.draw(st.lists(values, min_size=fine_size(shape), max_size=fine_size(shape)))).reshape(shape)
+    scale_of = (lambda f: np.abs(f)) if relative else _batching.largest_magnitude
+    got = _batching.max_difference(fine, coarse, scale_of)
+    with np.errstate(all="ignore"):
+        quotient = np.abs(fine - coarse) / scale_of(fine)
+    for i in range(points):
+        if np.all(np.isfinite(fine[i]) & np.isfinite(coarse[i]) & np.isfinite(quotient[i])):
+            assert got[i] == np.max(quotient[i])
+        else:
+            assert got[i] == np.inf
+
+
+def fine_size(shape) -> int:
+    return int(np.prod(shape))

@@ -18,24 +18,33 @@ import numpy as np
 
 
 def run_in_chunks(points: np.ndarray, chunk: int, n_saves: int, n_states: int,
-                  launch: Callable, progress=None):
+                  launch: Callable, progress=None, sink: Callable | None = None):
     """Launch `launch(padded, put)` for each chunk of `points` (indices into the batch; the last
     chunk padded with copies of its last point), the chunks dealt to the JAX devices in turn;
     `put` places an array on the chunk's device. `launch` returns (saves (chunk, n_saves,
     n_states), overflow time (chunk,), non-finite time (chunk,)). JAX dispatches asynchronously,
-    so a few chunks are kept in flight: the devices (cores) then run them at once. Returns the
-    three gathered over `points`; `progress(done, total)` is called as chunks finish."""
+    so a few chunks are kept in flight: the devices (cores) then run them at once.
+
+    Without `sink`, returns the three gathered over `points`. With it, each chunk's outputs go to
+    `sink(rows, saves, over, nan)` as the chunk finishes (rows: the slice of `points` it holds),
+    in order, while the devices run the chunks after it, and nothing is returned.
+    `progress(done, total)` is called as chunks finish."""
     devices = jax.local_devices()
     in_flight = max(2, len(devices))
     size = len(points)
-    saves = np.empty((size, n_saves, n_states))
-    over = np.empty(size)
-    nan = np.empty(size)
+    gather = sink is None
+    if gather:
+        saves = np.empty((size, n_saves, n_states))
+        over = np.empty(size)
+        nan = np.empty(size)
+
+        def sink(rows, s, o, m):
+            saves[rows], over[rows], nan[rows] = s, o, m
 
     def collect(item):
         start, n, outputs = item
-        s, o, m = (np.asarray(a) for a in outputs)
-        saves[start : start + n], over[start : start + n], nan[start : start + n] = s[:n], o[:n], m[:n]
+        s, o, m = (np.asarray(a)[:n] for a in outputs)
+        sink(slice(start, start + n), s, o, m)
         if progress is not None:
             progress(start + n, size)
 
@@ -49,7 +58,7 @@ def run_in_chunks(points: np.ndarray, chunk: int, n_saves: int, n_states: int,
             collect(pending.pop(0))
     for item in pending:
         collect(item)
-    return saves, over, nan
+    return (saves, over, nan) if gather else None
 
 
 def round_up_pow2(value: int) -> int:
@@ -86,12 +95,14 @@ def climb(run: Callable, size: int, rungs: Sequence, estimate: Callable, rtol: f
     then on, rung by rung, only the points whose estimate (of their last two solutions) is above
     rtol and whose solution is still finite. The finer solution is kept.
 
-    run(points, rung) -> (saves, overflow time, non-finite time) for those points;
+    run(points, rung, sink) hands the solutions of those points to sink(rows, saves, overflow
+    time, non-finite time) chunk by chunk (`run_in_chunks`): each chunk is compared with the
+    point's previous solution and stored while the devices run the next chunks.
     estimate(fine, coarse) -> error per point. Returns saves, overflow, non-finite, the index of
     the rung each point ended on, the error estimate (None without rtol) and the points that are
     finite but did not reach rtol."""
     everyone = np.arange(size)
-    saves, over, nan = run(everyone, rungs[0])
+    saves, over, nan = run(everyone, rungs[0], None)
     rung = np.zeros(size, dtype=np.int64)
     if rtol is None:
         return saves, over, nan, rung, None, np.zeros(size, dtype=bool)
@@ -100,10 +111,13 @@ def climb(run: Callable, size: int, rungs: Sequence, estimate: Callable, rtol: f
     for index, resolution in enumerate(rungs[1:], start=1):
         if not pending.size:
             break
-        finer, over_f, nan_f = run(pending, resolution)
-        for rows in row_blocks(len(pending)):  # (saves[pending] whole would be a batch-sized copy)
-            error[pending[rows]] = estimate(finer[rows], saves[pending[rows]])
-        saves[pending], over[pending], nan[pending] = finer, over_f, nan_f
+
+        def keep(rows, finer, over_f, nan_f, points=pending):
+            at = points[rows]  # a chunk's points: a few thousand rows at most
+            error[at] = estimate(finer, saves[at])
+            saves[at], over[at], nan[at] = finer, over_f, nan_f
+
+        run(pending, resolution, keep)
         rung[pending] = index
         healthy = ~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])
         pending = pending[(error[pending] > rtol) & healthy]
@@ -141,7 +155,10 @@ def max_difference(fine: np.ndarray, coarse: np.ndarray, scale_of: Callable) -> 
     for rows in row_blocks(fine.shape[0]):
         f, c = fine[rows], coarse[rows]
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            # a non-finite save in either solution makes the quotient NaN or inf there (the
+            # scale is finite or comes from that same non-finite value), and the largest
+            # of a row is NaN if any of its values is NaN
             diff = np.abs(f - c) / scale_of(f)
-        diff = np.where(np.isfinite(f) & np.isfinite(c) & np.isfinite(diff), diff, np.inf)
-        out[rows] = np.max(diff, axis=(1, 2))
+            largest = np.max(diff, axis=(1, 2))
+        out[rows] = np.where(np.isnan(largest), np.inf, largest)
     return out

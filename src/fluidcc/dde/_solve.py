@@ -313,8 +313,9 @@ class _Runner:
         self.tau_min = np.min(delays, axis=1)
         self.devices = jax.local_devices()
 
-    def run(self, points: np.ndarray, steps: int):
-        """Integrate `points` (indices into the batch) at `steps` per smallest delay."""
+    def run(self, points: np.ndarray, steps: int, sink=None):
+        """Integrate `points` (indices into the batch) at `steps` per smallest delay; the outputs
+        are returned, or handed to `sink` chunk by chunk (`_batching.run_in_chunks`)."""
         n_chunks = max(1, int(np.max(np.ceil(self.t_final[points] / self.tau_min[points] - 1e-9))))
 
         def launch(padded, put):
@@ -337,7 +338,7 @@ class _Runner:
             return launch_kernel(self.system, shape, params, t_final, save_pos, save_start)
 
         return run_in_chunks(points, self.chunk_size(len(points), steps), self.grid.shape[1], self.n_states,
-                             launch, self.progress)
+                             launch, self.progress, sink)
 
     def chunk_size(self, size: int, steps: int) -> int:
         """Points integrated together at `steps` per smallest delay.
