@@ -18,7 +18,9 @@ point is saved once per RTT, t = 0, T, ..., R T (R = --rtts).
    Then method="chebyshev" on every point: at one piece of --nodes nodes per RTT, then with
    rtol=--rtol refinement from one piece of --rtol-nodes nodes (more nodes, then more pieces, up
    to --max-pieces-per-delay), after a warm-up of the refinement on one chunk; compile time
-   during the runs is subtracted likewise.
+   during the runs is subtracted likewise. Then the same refinement at --loose-rtol, the loosest
+   of fluidcc's tolerances measured that keeps every point within 1e-6 of a Chebyshev solution at
+   rtol 1e-10: the rule that chose jitcdde's strict tolerances below, applied to fluidcc.
 2. jitcdde on a random subsample, with T, C, N and kappa as control parameters (compiled to C
    once; the compilation is excluded from the timing). Per point: purge_past, constant_past,
    set_parameters, adjust_diff (step_on_discontinuities cannot be used: the delay T is a control
@@ -89,6 +91,10 @@ ERROR_THRESHOLD = 1e-6
 # command line
 
 
+#: the Chebyshev runs, in the order they run and are reported (cheb_loose only with --loose-rtol)
+CHEBYSHEV_RUNS = ("cheb_fixed", "cheb_rtol", "cheb_loose")
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Speed and accuracy of fluidcc's RK4 DDE engine vs jitcdde and the SciPy "
@@ -104,6 +110,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--max-steps-per-delay", type=int, default=4096, help="finest fluidcc resolution the refinement may use")
     parser.add_argument("--nodes", type=int, default=16, help="Chebyshev nodes per piece of the chebyshev method's first resolution")
     parser.add_argument("--rtol-nodes", type=int, default=12, help="Chebyshev nodes per piece of the first resolution of the chebyshev rtol run (its ladder: 16, 24, 32, 48, 64, 96, 128 nodes, then more pieces)")
+    parser.add_argument("--loose-rtol", type=float, default=3e-5, help="tolerance of a second chebyshev refinement run, the loosest found to keep every point within 1e-6 (the rule of --jitcdde-strict-rtol); 0 skips it")
     parser.add_argument("--max-pieces-per-delay", type=int, default=256, help="finest chebyshev resolution (pieces per RTT) the refinement may use")
     parser.add_argument("--batch-chunk", type=int, default=DEFAULT_BATCH_CHUNK, help="fluidcc points integrated together")
     parser.add_argument("--skip-rtts", type=int, default=5, help="errors are measured on save points t >= skip_rtts * T")
@@ -128,6 +135,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     for name in ("nodes", "rtol_nodes"):
         if getattr(args, name) < 4:
             parser.error(f"--{name.replace('_', '-')} must be >= 4, got {getattr(args, name)}")
+    if not (np.isfinite(args.loose_rtol) and args.loose_rtol >= 0):
+        parser.error(f"--loose-rtol must be a tolerance > 0, or 0 to skip the run, got {args.loose_rtol}")
     if args.skip_rtts > args.rtts:
         parser.error(f"--skip-rtts ({args.skip_rtts}) must not exceed --rtts ({args.rtts})")
     return args
@@ -306,7 +315,10 @@ def run_fluidcc(args, points, grid, t_final) -> tuple[dict, dict]:
                                                 nodes=args.rtol_nodes, rtol=args.rtol, batch_chunk=chunk)
     report["chebyshev_warmup"] = {"points": chunk, "wall_s": wall + wall_r, "compile_s": seconds + seconds_r,
                                   "kernels_compiled": count + count_r}
-    for key, rtol, nodes in (("cheb_fixed", None, args.nodes), ("cheb_rtol", args.rtol, args.rtol_nodes)):
+    runs = [("cheb_fixed", None, args.nodes), ("cheb_rtol", args.rtol, args.rtol_nodes)]
+    if args.loose_rtol:
+        runs.append(("cheb_loose", args.loose_rtol, args.rtol_nodes))
+    for key, rtol, nodes in runs:
         sol, wall, seconds, count, warm_walls, same = repeated_solve(
             clock, args.repeats, params, t_final, grid, method="chebyshev", nodes=nodes, rtol=rtol,
             max_pieces_per_delay=args.max_pieces_per_delay, batch_chunk=chunk)
@@ -661,9 +673,10 @@ def print_table(results: dict) -> None:
     row(f"fluidcc rk4 rtol={fl['rtol']['rtol']:g}", fl["points"], fl["rtol"]["wall_s_excluding_compile"],
         fl["rtol"]["trajectories_per_s"], acc.get("fluidcc_rtol"), fl["rtol"]["status"],
         fl["rtol"]["trajectories_per_s_best"])
-    for key, label in (("cheb_fixed", f"chebyshev 1x{fl.get('cheb_fixed', {}).get('nodes')}"),
-                       ("cheb_rtol", f"chebyshev rtol={fl['rtol']['rtol']:g} from 1x{fl.get('cheb_rtol', {}).get('nodes')}")):
+    for key in CHEBYSHEV_RUNS:
         if key in fl:
+            label = (f"chebyshev 1x{fl[key]['nodes']}" if fl[key]["rtol"] is None else
+                     f"chebyshev rtol={fl[key]['rtol']:g} from 1x{fl[key]['nodes']}")
             row(f"fluidcc {label}", fl["points"], fl[key]["wall_s_excluding_compile"], fl[key]["trajectories_per_s"],
                 acc.get(f"fluidcc_{key}"), fl[key]["status"], fl[key]["trajectories_per_s_best"])
     for name, value in jit.items():
@@ -677,12 +690,12 @@ def print_table(results: dict) -> None:
     print(f"errors: max |w/w_ref - 1| over t >= {results['config']['skip_rtts']} T on points with a finite reference "
           f"and fluidcc status ok (jitcdde: finite output); wrong# = points with a save time where exactly one of "
           f"solver and reference is finite, among points fluidcc reported ok (jitcdde: among all points)")
-    for key in ("fixed", "rtol", "cheb_fixed", "cheb_rtol"):
+    for key in ("fixed", "rtol", *CHEBYSHEV_RUNS):
         stats = acc.get(f"fluidcc_{key}", {})
         if stats.get("mismatches_flagged_by_status"):
             print(f"fluidcc {key}: {stats['mismatches_flagged_by_status']} point(s) flagged by a status differ from the "
                   f"reference in where the window is finite (statuses fluidcc/reference: {stats['status_fluidcc_vs_reference']})")
-    for key in ("fixed", "rtol", "cheb_fixed", "cheb_rtol"):
+    for key in ("fixed", "rtol", *CHEBYSHEV_RUNS):
         sub = acc.get(f"fluidcc_{key}_on_jitcdde_points")
         if sub and sub.get("points"):
             print(f"fluidcc {key} on the jitcdde points only: max {_fmt(sub['max'])}, p99 {_fmt(sub['p99'])}, "
@@ -740,10 +753,14 @@ def main(argv=None) -> dict:
             rate = jitcdde_report[name]["trajectories_per_s"]
             speedup[f"fluidcc fixed / jitcdde {name}"] = fluidcc_report["fixed"]["trajectories_per_s"] / rate
             speedup[f"fluidcc rtol / jitcdde {name}"] = fluidcc_report["rtol"]["trajectories_per_s"] / rate
-            for key in ("cheb_fixed", "cheb_rtol"):
+            for key in CHEBYSHEV_RUNS:
+                if key not in fluidcc_report:
+                    continue
                 speedup[f"fluidcc {key} / jitcdde {name}"] = fluidcc_report[key]["trajectories_per_s"] / rate
             best = jitcdde_report[name]["trajectories_per_s_best"]
-            for key in ("fixed", "rtol", "cheb_fixed", "cheb_rtol"):
+            for key in ("fixed", "rtol", *CHEBYSHEV_RUNS):
+                if key not in fluidcc_report:
+                    continue
                 speedup[f"best of {args.repeats}: fluidcc {key} / jitcdde {name}"] = (
                     fluidcc_report[key]["trajectories_per_s_best"] / best)
 
