@@ -171,7 +171,7 @@ class MIAIMDAggregate(DDESystem):
         bdp = params.gamma * params.capacity_pps * params.rtt_s
         a = params.kappa * (bdp / x_delayed[0] - 1.0) / params.rtt_s
         b = params.n_flows * params.alpha / params.rtt_s
-        return jnp.reshape(a, (1,)), jnp.reshape(b + 0.0 * a, (1,))
+        return jnp.reshape(a, (1,)), jnp.reshape(b, (1,))
 
     def vector_field_log(self, t, z, z_delayed, params, log_mask):
         if not log_mask[0]:
