@@ -147,3 +147,39 @@ def test_max_difference_is_inf_wherever_a_save_or_the_quotient_is_not_finite(poi
 
 def fine_size(shape) -> int:
     return int(np.prod(shape))
+
+
+def test_climb_refines_each_point_to_its_own_rung_through_chunks():
+    """`climb` with a stand-in solver whose error at rung r is known (scale / 4^r): each point stops
+    at the first rung whose difference from the rung below is within rtol, and keeps that rung's
+    solution; a point that overflows stops there, one that never gets there is flagged. The pending points of later rungs are scattered
+    subsets of the batch cut into chunks of 3, so a wrong row offset between chunks would show."""
+    size, n_saves, rtol, rungs = 23, 4, 1e-2, 12
+    scale = 10.0 ** (np.arange(size) % 4)  # a point's error at rung r: scale / 4^r
+    scale[11] = 1e9  # never within rtol on these rungs
+
+    def solution(points, rung):
+        return points[:, None, None] + (scale[points] / 4.0**rung)[:, None, None] * np.ones((1, n_saves, 1))
+
+    def run(points, rung, sink):
+        def launch(padded, put):
+            saves = solution(np.asarray(padded), rung)
+            over = np.where((np.asarray(padded) == 7) & (rung >= 1), 1.5, np.inf)  # point 7 overflows at rung 1
+            return put(saves), put(over), put(np.full(len(padded), np.inf))
+
+        return _batching.run_in_chunks(points, 3, n_saves, 1, launch, sink=sink)
+
+    estimate = lambda fine, coarse: np.max(np.abs(fine - coarse), axis=(1, 2))  # noqa: E731
+    saves, over, nan, rung, error, failed = _batching.climb(run, size, list(range(rungs)), estimate, rtol)
+    everyone = np.arange(size)
+    # the difference between rungs r - 1 and r is 3 scale / 4^r
+    expected = np.array([next((r for r in range(1, rungs) if 3 * scale[p] / 4.0**r <= rtol), rungs - 1)
+                         for p in everyone])
+    expected[7] = 1
+    np.testing.assert_array_equal(rung, expected)
+    for p in everyone:
+        np.testing.assert_allclose(saves[p], solution(np.array([p]), expected[p])[0], rtol=0, atol=1e-15)
+    assert np.isfinite(over[7]) and np.all(np.isinf(np.delete(over, 7)))
+    assert len(set(expected.tolist())) >= 4  # the points really end on different rungs
+    assert np.flatnonzero(failed).tolist() == [11]
+    np.testing.assert_allclose(np.delete(error, 7), np.delete(3 * scale / 4.0**expected, 7), rtol=1e-9)
