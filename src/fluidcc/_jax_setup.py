@@ -9,7 +9,7 @@
   to an empty string to turn it off), so kernels compiled once are reused by later runs. Every
   kernel is kept, however quick its compilation: a refinement compiles a dozen small kernels
   (one per resolution and chunk width), each under half a second but together some 6 s of the
-  first call in a new process (2.4 s instead of 8.1 s for the throughput benchmark's 10 000
+  first call in a new process (2.1-2.4 s instead of 8.1 s for the throughput benchmark's 10 000
   points at rtol 1e-6).
 """
 

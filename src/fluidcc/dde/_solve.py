@@ -129,14 +129,16 @@ def solve(
         until two successive resolutions agree to rtol (relative, component by component for
         positive components, else relative to the component's largest magnitude); the finer
         solution is kept. The estimate is that of the coarser solution, so the kept one is
-        usually far more accurate than rtol: on the 10 000 MIAIMD points of
-        benchmarks/dde_throughput.py its largest error was rtol / 56 to rtol / 145 for rtol from
-        1e-4 to 1e-6 (benchmarks/RESULTS.md), a measurement on one model, not a bound.
+        usually far more accurate than rtol: on two sets of 10 000 MIAIMD points
+        (benchmarks/chebyshev_tolerance.py) its largest error was rtol / 63 to rtol / 145 for
+        rtol from 5e-5 to 1e-6, a measurement on one model, not a bound. At loose tolerances two
+        coarse resolutions can agree on a wrong solution: at rtol 1e-4, the 12- and 16-node
+        solutions of one oscillating point agreed to 6e-5 and were both 6 % off.
     log_space: integrate the components the model marks positive as log x.
     batch_chunk: the most points integrated together. The batch is cut into chunks of nearly
         equal width on every device (`_batching.chunk_width`; fewer points at high resolution,
         so a chunk's arrays stay in the CPU cache), the last one padded, so what the devices
-        hold does not grow with the batch (the host's bookkeeping grows by some 30-70 bytes per
+        hold does not grow with the batch (the host's bookkeeping grows by some 30-50 bytes per
         point besides the parameters and the saves: benchmarks/dde_memory.py) and few kernel
         shapes are compiled.
     progress: called as progress(points_done, points_total) after each chunk.
