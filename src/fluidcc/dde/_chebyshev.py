@@ -143,7 +143,7 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
         # e^{-A}, computed once per node: without the barrier XLA fuses the exponential into both
         # of its uses below and turns the division by it into a product with e^{+A}, two
         # exponentials per node instead of one exponential and a division (about 10 % of a pass on
-        # a CPU, at 12 and at 48 nodes; measured on a CPU only)
+        # a CPU, at 12 and at 48 nodes; not measured on a GPU, where an exponential costs less)
         decay = jax.lax.optimization_barrier(jnp.exp(-big_a))
         forcing = tau * integrate(decay * b)
         gain = 1.0 / decay[-1]  # (M, S, B): x_end = gain x_start + shift
