@@ -125,8 +125,10 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
     coefficients = _batch_last(system.linear_form)
     history_nodes = jax.vmap(jax.vmap(jax.vmap(system.history, in_axes=(0, 0), out_axes=1),
                                       in_axes=(0, None)), in_axes=(0, None))
-    times0 = tau * (offsets[..., None] - 1.0)  # nodes of [-tau, 0]: (n, M, B)
-    previous = history_nodes(times0, params)  # (n, M, S, B)
+    def node_times(k):  # the nodes of delay interval k, [k tau, (k + 1) tau]: (n, M, B)
+        return tau * (k + offsets[..., None])
+
+    previous = history_nodes(node_times(-1.0), params)  # the history on [-tau, 0]: (n, M, S, B)
     start = jax.vmap(system.history, in_axes=(0, 0), out_axes=1)(jnp.zeros_like(tau), params)  # (S, B)
 
     def integrate(values):  # (n, M, S, B) -> integral from each piece's start, same shape
@@ -137,8 +139,7 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
 
     def step(carry, k):
         previous, start, over, nan, pointer = carry
-        times = tau * (k + offsets[..., None])  # (n, M, B)
-        a, b = coefficients(times, previous, params)  # (n, M, S, B) each
+        a, b = coefficients(node_times(k), previous, params)  # (n, M, S, B) each
         big_a = tau * integrate(a)
         # e^{-A}, computed once per node: without the barrier XLA fuses the exponential into both
         # of its uses below and turns the division by it into a product with e^{+A}, two
@@ -152,9 +153,9 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
         def first_nan_coefficient(_):
             # the node times and the coefficients computed again, from the carry, so that the loop
             # does not keep them for this rare branch at every interval
-            node_times = tau * (k + offsets[..., None])
-            field_a, field_b = coefficients(node_times, previous, params)
-            return jnp.min(jnp.where(jnp.isnan(field_a) | jnp.isnan(field_b), node_times[:, :, None, :], jnp.inf),
+            times = node_times(k)
+            field_a, field_b = coefficients(times, previous, params)
+            return jnp.min(jnp.where(jnp.isnan(field_a) | jnp.isnan(field_b), times[:, :, None, :], jnp.inf),
                            axis=(0, 1, 2))
 
         # a NaN coefficient makes every integral over its piece NaN from the piece's second node on,
@@ -183,8 +184,8 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
         new_nan = jnp.isinf(nan) & jnp.isnan(largest)
 
         def first_failures(_):
-            node_times = jnp.broadcast_to((tau * (k + offsets[..., None]))[:, :, None, :], x.shape)
-            first = lambda bad: jnp.min(jnp.where(bad, node_times, jnp.inf), axis=(0, 1, 2))  # noqa: E731
+            times = jnp.broadcast_to(node_times(k)[:, :, None, :], x.shape)
+            first = lambda bad: jnp.min(jnp.where(bad, times, jnp.inf), axis=(0, 1, 2))  # noqa: E731
             return first(jnp.isinf(x)), jnp.where(jnp.isfinite(in_field), in_field, first(jnp.isnan(x)))
 
         first_over, first_nan = jax.lax.cond(jnp.any(new_over | new_nan), first_failures,
