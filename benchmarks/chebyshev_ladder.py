@@ -84,20 +84,36 @@ def parse(name: str) -> tuple[int, int]:
     return int(pieces), int(nodes)
 
 
-def errors_and_times(args):
-    points = draw_points(args.points, args.seed)
-    params = params_of(points)
-    grid = save_grid(points["rtt_s"], args.rtts)
-    t_final = grid[:, -1]
-    system = MIAIMDAggregate()
+def benchmark_points(size: int, seed: int, rtts: int):
+    """The throughput benchmark's random points (benchmarks/dde_throughput.py): the system, the
+    parameters, the end times and the save grid (one save per RTT)."""
+    points = draw_points(size, seed)
+    grid = save_grid(points["rtt_s"], rtts)
+    return MIAIMDAggregate(), params_of(points), grid[:, -1], grid
+
+
+def reference_solution(system, params, t_final, grid, rtol: float):
+    """The Chebyshev solution the errors are measured against: refined to rtol from 1 x 16."""
     with np.errstate(all="ignore"):
-        started = time.perf_counter()
-        reference = solve(system, params, t_final, grid, method="chebyshev", nodes=16, rtol=args.reference_rtol,
-                          max_pieces_per_delay=1024)
-        print(f"reference (rtol {args.reference_rtol:g}): {time.perf_counter() - started:.1f} s, "
-              f"{reference.summary()}", flush=True)
+        return solve(system, params, t_final, grid, method="chebyshev", nodes=16, rtol=rtol,
+                     max_pieces_per_delay=1024)
+
+
+def largest_relative_error(ys: np.ndarray, reference_ys: np.ndarray, skip_rtts: int) -> np.ndarray:
+    """Per point, max |w / w_ref - 1| over the saves from RTT skip_rtts on; inf where either window
+    is not finite."""
+    with np.errstate(all="ignore"):
+        relative = np.abs(ys[:, skip_rtts:, 0] / reference_ys[:, skip_rtts:, 0] - 1.0)
+    return np.where(np.isfinite(relative), relative, np.inf).max(axis=1)
+
+
+def errors_and_times(args):
+    system, params, t_final, grid = benchmark_points(args.points, args.seed, args.rtts)
+    started = time.perf_counter()
+    reference = reference_solution(system, params, t_final, grid, args.reference_rtol)
+    print(f"reference (rtol {args.reference_rtol:g}): {time.perf_counter() - started:.1f} s, "
+          f"{reference.summary()}", flush=True)
     finite = np.asarray(reference.status) == Status.OK
-    ref = reference.ys[:, args.skip_rtts:, 0]
     seconds, error = {}, {}
     for name in RESOLUTIONS:
         pieces, nodes = parse(name)
@@ -107,9 +123,7 @@ def errors_and_times(args):
             started = time.perf_counter()
             sol = solve(system, params, t_final, grid, **kwargs)
             seconds[name] = time.perf_counter() - started
-            relative = np.abs(sol.ys[:, args.skip_rtts:, 0] / ref - 1.0)
-        relative = np.where(np.isfinite(relative), relative, np.inf).max(axis=1)
-        error[name] = np.where(finite, relative, 0.0)
+        error[name] = np.where(finite, largest_relative_error(sol.ys, reference.ys, args.skip_rtts), 0.0)
         print(f"{name:>6}: {seconds[name]:6.2f} s, {int(np.sum(finite & (error[name] <= args.rtol)))} of "
               f"{int(finite.sum())} finite points within {args.rtol:g}", flush=True)
     return finite, seconds, error

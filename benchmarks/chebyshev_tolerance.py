@@ -31,10 +31,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dde_throughput import draw_points, params_of, save_grid  # noqa: E402
+from chebyshev_ladder import benchmark_points, largest_relative_error, reference_solution  # noqa: E402
 
 from fluidcc.dde import Status, solve  # noqa: E402
-from fluidcc.models.miaimd import MIAIMDAggregate  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -63,16 +62,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def one_seed(args, seed: int) -> dict:
-    points = draw_points(args.points, seed)
-    params = params_of(points)
-    grid = save_grid(points["rtt_s"], args.rtts)
-    t_final = grid[:, -1]
-    system = MIAIMDAggregate()
-    with np.errstate(all="ignore"):
-        reference = solve(system, params, t_final, grid, method="chebyshev", nodes=16, rtol=args.reference_rtol,
-                          max_pieces_per_delay=1024)
+    system, params, t_final, grid = benchmark_points(args.points, seed, args.rtts)
+    reference = reference_solution(system, params, t_final, grid, args.reference_rtol)
     ref_status = np.asarray(reference.status)
-    ref = reference.ys[:, args.skip_rtts:, 0]
     report = {"reference": reference.summary(), "tolerances": {}}
     print(f"seed {seed}: reference at rtol {args.reference_rtol:g}: {reference.summary()}", flush=True)
     for rtol in args.rtols:
@@ -83,10 +75,9 @@ def one_seed(args, seed: int) -> dict:
                 started = time.perf_counter()
                 sol = solve(system, params, t_final, grid, method="chebyshev", nodes=args.nodes, rtol=rtol)
                 seconds.append(time.perf_counter() - started)
-            relative = np.abs(sol.ys[:, args.skip_rtts:, 0] / ref - 1.0)
         status = np.asarray(sol.status)
         both = (status == Status.OK) & (ref_status == Status.OK)
-        error = np.where(np.isfinite(relative), relative, np.inf).max(axis=1)[both]
+        error = largest_relative_error(sol.ys, reference.ys, args.skip_rtts)[both]
         row = {
             "points_compared": int(both.sum()),
             "max_error": float(error.max()),
