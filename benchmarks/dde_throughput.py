@@ -223,16 +223,28 @@ def timed_solve(clock: CompileClock, params, t_final, grid, method="rk4", **kwar
     return sol, wall, clock.seconds, clock.backend_compiles
 
 
+def repeat_run(run, times: int, first: np.ndarray) -> tuple[list[float], bool]:
+    """Calls run() -> (output array, wall seconds) `times` times; returns the walls and whether
+    every output equals `first` bit for bit (NaN equal to NaN)."""
+    walls, identical = [], True
+    for _ in range(times):
+        output, wall = run()
+        walls.append(wall)
+        identical &= bool(np.array_equal(output, first, equal_nan=True))
+    return walls, identical
+
+
 def repeated_solve(clock: CompileClock, repeats: int, params, t_final, grid, method="rk4", **kwargs):
     """timed_solve, then repeats - 1 more identical calls (every kernel then in memory). Returns the
     first call's solution, wall and compile figures, the later calls' walls and whether every
     call returned the same saves, bit for bit."""
     sol, wall, seconds, count = timed_solve(clock, params, t_final, grid, method=method, **kwargs)
-    warm, identical = [], True
-    for _ in range(repeats - 1):
-        again, again_wall, _, _ = timed_solve(clock, params, t_final, grid, method=method, **kwargs)
-        warm.append(again_wall)
-        identical &= bool(np.array_equal(again.ys, sol.ys, equal_nan=True))
+
+    def again():
+        solution, again_wall, _, _ = timed_solve(clock, params, t_final, grid, method=method, **kwargs)
+        return solution.ys, again_wall
+
+    warm, identical = repeat_run(again, repeats - 1, sol.ys)
     return sol, wall, seconds, count, warm, identical
 
 
@@ -438,11 +450,8 @@ def run_jitcdde(args, points, index, grid) -> tuple[dict, dict]:
                                     tolerances if tight else None, args.jitcdde_shift_ratio if tight else None,
                                     args.jitcdde_point_timeout)
             w, wall, failures = run()
-            repeated, identical = [], True
-            for _ in range(args.repeats - 1):
-                again, again_wall, _ = run()
-                repeated.append(again_wall)
-                identical &= bool(np.array_equal(again, w, equal_nan=True))
+            repeated, identical = repeat_run(lambda: run()[:2], args.repeats - 1, w)
+        best = min([wall, *repeated])
         windows[name] = w
         report[name] = {
             "coordinates": coordinates,
@@ -453,8 +462,8 @@ def run_jitcdde(args, points, index, grid) -> tuple[dict, dict]:
             "trajectories_per_s": len(index) / wall,
             "repeated_walls_s": repeated,
             "repeats_identical": identical,
-            "best_wall_s": min([wall, *repeated]),
-            "trajectories_per_s_best": len(index) / min([wall, *repeated]),
+            "best_wall_s": best,
+            "trajectories_per_s_best": len(index) / best,
             "exceptions": failures,
             "points_with_nonfinite_windows": int(np.sum(~np.all(np.isfinite(w), axis=1))),
         }
