@@ -161,7 +161,11 @@ def test_climb_refines_each_point_to_its_own_rung_through_chunks():
     def solution(points, rung):
         return points[:, None, None] + (scale[points] / 4.0**rung)[:, None, None] * np.ones((1, n_saves, 1))
 
-    def run(points, rung, sink):
+    calls = []
+
+    def run(points, rung, sink, coarse=False):
+        calls.append((rung, coarse))
+
         def launch(padded, put):
             saves = solution(np.asarray(padded), rung)
             over = np.where((np.asarray(padded) == 7) & (rung >= 1), 1.5, np.inf)  # point 7 overflows at rung 1
@@ -183,3 +187,21 @@ def test_climb_refines_each_point_to_its_own_rung_through_chunks():
     assert len(set(expected.tolist())) >= 4  # the points really end on different rungs
     assert np.flatnonzero(failed).tolist() == [11]
     np.testing.assert_allclose(np.delete(error, 7), np.delete(3 * scale / 4.0**expected, 7), rtol=1e-9)
+    # only the first rung, always replaced by the second, is said to be a coarse comparison
+    assert calls[0] == (0, True) and not any(coarse for _, coarse in calls[1:]), calls
+
+
+@pytest.mark.parametrize("rtol, rungs, coarse", [(None, [0, 1], False), (1e-3, [0], False), (1e-3, [0, 1], True)])
+def test_climb_says_coarse_only_when_a_second_rung_replaces_the_first(rtol, rungs, coarse):
+    # without rtol, or with a single rung, the first solution is returned: it must be computed fully
+    calls = []
+
+    def run(points, rung, sink, coarse=False):
+        calls.append(coarse)
+        out = (np.zeros((len(points), 1, 1)), np.full(len(points), np.inf), np.full(len(points), np.inf))
+        if sink is None:
+            return out
+        sink(slice(0, len(points)), *out)
+
+    _batching.climb(run, 3, rungs, lambda fine, old: np.zeros(len(fine)), rtol)
+    assert calls[0] is coarse

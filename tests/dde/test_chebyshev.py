@@ -177,6 +177,90 @@ def test_rtol_refines_the_points_that_need_it_and_meets_the_reference():
     assert np.max(np.abs(coarse.ys[1, :, 0] / ref.ys[1, :, 0] - 1)) > 1e-6  # ... which the first one misses
 
 
+def _random_miaimd(size: int, seed: int):
+    """Points drawn like the throughput benchmark's (log-uniform kappa, T, C, N)."""
+    rng = np.random.default_rng(seed)
+    draw = lambda low, high: np.exp(rng.uniform(np.log(low), np.log(high), size))  # noqa: E731
+    rtt = draw(0.01, 1.0)
+    params = miaimd.aggregate_params(kappa=draw(0.05, 2.0), capacity_pps=draw(1250.0, 125000.0), rtt_s=rtt,
+                                     n_flows=np.round(draw(10.0, 1000.0)))
+    return params, rtt
+
+
+def test_loose_tolerance_solves_only_the_first_rung_in_float32(monkeypatch):
+    """From rtol 1e-6 on, the first rung, which every point's second rung replaces, is solved in
+    float32 and the later rungs in float64; below 1e-6, and without rtol, everything is float64."""
+    from fluidcc.dde import _chebyshev
+
+    kernel, seen = _chebyshev._kernel, []
+
+    def recording(*args, **kwargs):
+        seen.append((args[2], args[7]))  # nodes per piece, dtype
+        return kernel(*args, **kwargs)
+
+    monkeypatch.setattr(_chebyshev, "_kernel", recording)
+    params, rtt = _random_miaimd(8, 0)
+    grid = rtt[:, None] * np.arange(41)[None, :]
+    for rtol, first in ((5e-5, "float32"), (1e-6, "float32"), (9e-7, "float64"), (None, "float64")):
+        seen.clear()
+        solve(MIAIMDAggregate(), params, 40 * rtt, grid, method="chebyshev", rtol=rtol, nodes=12)
+        assert {dtype for nodes, dtype in seen if nodes == 12} == {first}, (rtol, seen)  # (one call per chunk)
+        assert {dtype for nodes, dtype in seen if nodes != 12} <= {"float64"}, (rtol, seen)
+        assert len(seen) > 2 or rtol is None
+
+
+def test_float32_first_rung_changes_the_estimates_but_not_the_kept_solutions(monkeypatch):
+    """The kept solutions are float64 whatever the first rung: a point that ends on the same rung
+    keeps the same numbers, bit for bit, and every point meets the reference as before."""
+    from fluidcc.dde import _chebyshev
+
+    params, rtt = _random_miaimd(96, 1)
+    grid = rtt[:, None] * np.arange(101)[None, :]
+
+    def solve_at(rtol):
+        return solve(MIAIMDAggregate(), params, 100 * rtt, grid, method="chebyshev", rtol=rtol, nodes=12)
+
+    mixed = solve_at(5e-5)
+    reference = solve_at(1e-10)
+    monkeypatch.setattr(_chebyshev, "COARSE_FLOAT32_RTOL", np.inf)
+    double = solve_at(5e-5)
+    np.testing.assert_array_equal(mixed.status, double.status)
+    same = ((mixed.info["nodes"] == double.info["nodes"])
+            & (mixed.info["pieces_per_delay"] == double.info["pieces_per_delay"]))
+    assert same.mean() > 0.8
+    np.testing.assert_array_equal(mixed.ys[same], double.ys[same])
+    ok = mixed.status == Status.OK
+    first_rung = ok & (mixed.info["nodes"] == 16)  # estimated against the first rung
+    assert first_rung.any() and not np.array_equal(mixed.error_estimate[first_rung], double.error_estimate[first_rung])
+    for sol in (mixed, double):
+        error = np.abs(sol.ys[ok, 5:, 0] / reference.ys[ok, 5:, 0] - 1)
+        assert np.max(error) <= 1e-6
+
+
+@pytest.mark.parametrize("system, params", [
+    (Hutchinson(), {"r": np.array([0.5, 1.2, 1.8])}),
+    (SingleDelay(), {"a": np.array([0.5, 1.5]), "tau": np.array([1.0, 0.7])}),
+    (SquareRootOfPast(), {"unused": np.zeros(2)}),
+])
+def test_float32_rung_of_any_linear_system_is_its_float64_solution_to_float32_rounding(system, params):
+    # the models' own constants are float64 (jnp.full(1, 0.5), jnp.zeros(1)): the kernel casts
+    from fluidcc.dde import _chebyshev
+    from fluidcc.dde._solve import take
+
+    size = len(next(iter(params.values())))
+    tau = params.get("tau", np.ones(size))  # (the delay of each point)
+    grid = tau[:, None] * np.linspace(0.0, 3.0, 31)[None, :]  # between nodes: read by interpolation
+    runner = _chebyshev.ChebyshevRunner(system, params, tau, 3.0 * tau, grid, 1, 1024, None, take)
+    runner.coarse_float32 = True
+    single, over32, nan32 = runner.run(np.arange(size), (1, 12), coarse=True)
+    double, over64, nan64 = runner.run(np.arange(size), (1, 12))
+    np.testing.assert_array_equal(np.isfinite(single), np.isfinite(double))
+    np.testing.assert_array_equal(np.isfinite(nan32), np.isfinite(nan64))
+    finite = np.isfinite(double)
+    np.testing.assert_allclose(single[finite], double[finite], rtol=1e-5, atol=1e-6)
+    assert not np.array_equal(single[finite], double[finite])  # really computed in float32
+
+
 def test_tolerance_not_reached_is_a_status():
     params = _spiky_miaimd()
     rtt = np.array([0.08, 0.1])

@@ -95,14 +95,17 @@ def climb(run: Callable, size: int, rungs: Sequence, estimate: Callable, rtol: f
     then on, rung by rung, only the points whose estimate (of their last two solutions) is above
     rtol and whose solution is still finite. The finer solution is kept.
 
-    run(points, rung, sink) hands the solutions of those points to sink(rows, saves, overflow
-    time, non-finite time) chunk by chunk (`run_in_chunks`): each chunk is compared with the
-    point's previous solution and stored while the devices run the next chunks.
+    run(points, rung, sink, coarse=False) hands the solutions of those points to sink(rows, saves,
+    overflow time, non-finite time) chunk by chunk (`run_in_chunks`): each chunk is compared with
+    the point's previous solution and stored while the devices run the next chunks. The first
+    call returns its solutions instead, with coarse=True when they will all be replaced.
     estimate(fine, coarse) -> error per point. Returns saves, overflow, non-finite, the index of
     the rung each point ended on, the error estimate (None without rtol) and the points that are
     finite but did not reach rtol."""
     everyone = np.arange(size)
-    saves, over, nan = run(everyone, rungs[0], None)
+    # with rtol and a second rung, every point is solved again at rungs[1], which replaces the
+    # first solution: that one only serves as the comparison (run may then solve it more cheaply)
+    saves, over, nan = run(everyone, rungs[0], None, coarse=rtol is not None and len(rungs) > 1)
     rung = np.zeros(size, dtype=np.int64)
     if rtol is None:
         return saves, over, nan, rung, None, np.zeros(size, dtype=bool)

@@ -130,10 +130,14 @@ def solve(
         positive components, else relative to the component's largest magnitude); the finer
         solution is kept. The estimate is that of the coarser solution, so the kept one is
         usually far more accurate than rtol: on two sets of 10 000 MIAIMD points
-        (benchmarks/chebyshev_tolerance.py) its largest error was rtol / 63 to rtol / 145 for
+        (benchmarks/chebyshev_tolerance.py) its largest error was rtol / 61 to rtol / 74 for
         rtol from 5e-5 to 1e-6, a measurement on one model, not a bound. At loose tolerances two
-        coarse resolutions can agree on a wrong solution: at rtol 1e-4, the 12- and 16-node
-        solutions of one oscillating point agreed to 6e-5 and were both 6 % off.
+        coarse resolutions can agree on a wrong solution: at rtol 1e-4, 139-141 of each 10 000
+        points ended above 1e-6 (up to 1.8e-6), and with a float64 first resolution the 12- and
+        16-node solutions of one oscillating point agreed to 6e-5 and were both 6 % off. From rtol 1e-6
+        on, the first resolution, which every point's second one replaces, is computed in
+        float32 (about 0.4 times the cost on a CPU): it only serves as the comparison for the
+        second, and every kept solution is float64 (`_chebyshev.COARSE_FLOAT32_RTOL`).
     log_space: integrate the components the model marks positive as log x.
     batch_chunk: the most points integrated together. The batch is cut into chunks of nearly
         equal width on every device (`_batching.chunk_width`; fewer points at high resolution,
@@ -216,7 +220,7 @@ def solve(
 
 def _solve_chebyshev(system, params, size, t_final, grid, names, rtol, pieces, nodes, max_pieces, batch_chunk,
                      progress, started) -> Solution:
-    from ._chebyshev import MAX_NODES, ChebyshevRunner, refine, resolution_ladder
+    from ._chebyshev import COARSE_FLOAT32_RTOL, MAX_NODES, ChebyshevRunner, refine, resolution_ladder
 
     for name, value, low in (("pieces_per_delay", pieces, 1), ("nodes", nodes, 4),
                              ("max_pieces_per_delay", max_pieces, 1)):
@@ -231,6 +235,7 @@ def _solve_chebyshev(system, params, size, t_final, grid, names, rtol, pieces, n
     n_states = system.state_size(point)
     positive = tuple(bool(b) for b in system.log_components(point))
     runner = ChebyshevRunner(system, params, delays[:, 0], t_final, grid, n_states, batch_chunk, progress, take)
+    runner.coarse_float32 = rtol is not None and rtol >= COARSE_FLOAT32_RTOL
     ladder = resolution_ladder(pieces, nodes, max(max_pieces, pieces), max_nodes=max(MAX_NODES, nodes))
     ys, over, nan, level, error, failed = refine(runner, size, ladder if rtol is not None else ladder[:1], rtol,
                                                  positive)
@@ -318,9 +323,11 @@ class _Runner:
         self.tau_min = np.min(delays, axis=1)
         self.devices = jax.local_devices()
 
-    def run(self, points: np.ndarray, steps: int, sink=None):
+    def run(self, points: np.ndarray, steps: int, sink=None, coarse: bool = False):
         """Integrate `points` (indices into the batch) at `steps` per smallest delay; the outputs
-        are returned, or handed to `sink` chunk by chunk (`_batching.run_in_chunks`)."""
+        are returned, or handed to `sink` chunk by chunk (`_batching.run_in_chunks`). (`coarse`,
+        the solution only serves as a comparison, changes nothing here: RK4 always runs in
+        float64.)"""
         n_chunks = max(1, int(np.max(np.ceil(self.t_final[points] / self.tau_min[points] - 1e-9))))
 
         def launch(padded, put):
