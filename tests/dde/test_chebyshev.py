@@ -95,6 +95,25 @@ def test_saves_at_interval_ends_are_recognised():
     assert saves_at_ends(tau, np.array([[0.0, 1.0, 3.0], [2.0, 6.0, 6.0]])).tolist() == [True, True]  # skipped, repeats
     assert saves_at_ends(tau, np.array([[0.0, 0.75], [2.0, 4.0]])).tolist() == [False, True]  # 1.5 delays
     assert saves_at_ends(tau, np.array([[0.0, 0.25], [2.0, 4.0]])).tolist() == [False, True]  # inside the first
+    assert saves_at_ends(tau, np.array([[0.0, 1e-14], [2.0, 4.0 + 1e-13]])).tolist() == [False, True]  # 0 < t << tau
+    assert saves_at_ends(tau, np.array([[0.5, 1.0 + 1e-10], [2.0, 4.0]])).tolist() == [False, True]  # beyond the snap
+
+
+@given(fine=st.lists(st.floats(-1e3, 1e3), min_size=12, max_size=12),
+       change=st.lists(st.floats(-1.0, 1.0), min_size=12, max_size=12),
+       positive=st.tuples(st.booleans(), st.booleans()))
+def test_relative_difference_is_relative_to_the_value_or_to_the_largest_magnitude(fine, change, positive):
+    from fluidcc.dde._chebyshev import relative_difference
+
+    fine = np.array(fine).reshape(2, 3, 2)
+    coarse = fine + np.array(change).reshape(2, 3, 2)
+    got = relative_difference(fine, coarse, positive)
+    for point in range(2):
+        scale = np.where(positive, np.abs(fine[point]), np.maximum(np.abs(fine[point]).max(axis=0), 1e-300))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            quotient = np.abs(fine[point] - coarse[point]) / scale
+        expected = np.max(quotient) if np.all(np.isfinite(quotient)) else np.inf
+        assert got[point] == expected
 
 
 def test_saves_at_interval_ends_equal_the_general_reading():

@@ -163,7 +163,9 @@ def max_difference(fine: np.ndarray, coarse: np.ndarray, scale_of: Callable) -> 
             # a non-finite save in either solution makes the quotient NaN or inf there (the
             # scale is finite or comes from that same non-finite value), and the largest
             # of a row is NaN if any of its values is NaN
-            diff = np.abs(f - c) / scale_of(f)
+            diff = np.subtract(f, c)
+            np.abs(diff, out=diff)
+            np.divide(diff, scale_of(f), out=diff)
             largest = np.max(diff, axis=(1, 2))
         out[rows] = np.where(np.isnan(largest), np.inf, largest)
     return out

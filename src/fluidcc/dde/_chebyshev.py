@@ -277,10 +277,16 @@ def saves_at_ends(tau: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """Per point (B,), whether every save time is 0 or the end of a delay interval (k tau,
     k >= 1, within `NODE_SNAP` of a delay), as on the grid of one save per delay."""
     out = np.empty(grid.shape[0], dtype=bool)
-    for rows in row_blocks(grid.shape[0]):
-        ratio = grid[rows] / tau[rows, None]
-        whole = np.rint(ratio)
-        out[rows] = np.all((grid[rows] <= 0.0) | ((whole >= 1) & (np.abs(ratio - whole) <= NODE_SNAP)), axis=1)
+    for rows in row_blocks(grid.shape[0]):  # (in place: a third of the time of the same in new arrays)
+        block = grid[rows]
+        ratio = block / tau[rows, None]
+        off = np.rint(ratio)
+        np.subtract(ratio, off, out=off)
+        np.abs(off, out=off)
+        end = off <= NODE_SNAP  # within NODE_SNAP of a whole number of delays ...
+        end &= ratio >= 0.5  # ... that is at least 1
+        end |= block <= 0.0
+        out[rows] = end.all(axis=1)
     return out
 
 
@@ -387,6 +393,10 @@ def relative_difference(fine: np.ndarray, coarse: np.ndarray, positive: tuple[bo
     """max |fine - coarse| per point (B,): relative to the value itself for positive components
     (windows, rates), relative to the component's largest magnitude for the others."""
     mask = np.asarray(positive)
+    if mask.all():
+        return max_difference(fine, coarse, np.abs)
+    if not mask.any():
+        return max_difference(fine, coarse, largest_magnitude)
     return max_difference(fine, coarse, lambda x: np.where(mask, np.abs(x), largest_magnitude(x)))
 
 
