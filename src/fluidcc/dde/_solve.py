@@ -134,9 +134,9 @@ def solve(
         rtol from 5e-5 to 1e-6, a measurement on one model, not a bound. At loose tolerances two
         coarse resolutions can agree on a wrong solution: at rtol 1e-4, 139-141 of each 10 000
         points ended above 1e-6 (up to 1.8e-6), and with a float64 first resolution the 12- and
-        16-node solutions of one oscillating point agreed to 6e-5 and were both 6 % off. From rtol 1e-6
-        on, the first resolution, which every point's second one replaces, is computed in
-        float32 (about 0.4 times the cost on a CPU): it only serves as the comparison for the
+        16-node solutions of one oscillating point agreed to 6e-5 and were both 6 % off. From
+        rtol 1e-6 on, the first resolution, which every point's second one replaces, is computed
+        in float32 (about 0.4 times the cost on a CPU): it only serves as the comparison for the
         second, and every kept solution is float64 (`_chebyshev.COARSE_FLOAT32_RTOL`).
     log_space: integrate the components the model marks positive as log x.
     batch_chunk: the most points integrated together. The batch is cut into chunks of nearly
