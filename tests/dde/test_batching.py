@@ -205,3 +205,26 @@ def test_climb_says_coarse_only_when_a_second_rung_replaces_the_first(rtol, rung
 
     _batching.climb(run, 3, rungs, lambda fine, old: np.zeros(len(fine)), rtol)
     assert calls[0] is coarse
+
+
+def test_climb_compares_again_with_a_full_first_rung_where_the_coarse_one_failed():
+    # a coarse first solution (float32 for the Chebyshev method) may overflow where the second
+    # rung does not: that point must not end as "tolerance not reached" for want of a comparison
+    calls = []
+
+    def run(points, rung, sink, coarse=False):
+        calls.append((rung, coarse, points.tolist()))
+        saves = np.ones((len(points), 2, 1)) * (1.0 + 1e-9 * rung)
+        if coarse:
+            saves[points == 1] = np.nan  # the coarse solution of point 1 failed
+        out = (saves, np.full(len(points), np.inf), np.full(len(points), np.inf))
+        if sink is None:
+            return out
+        sink(slice(0, len(points)), *out)
+
+    estimate = lambda fine, coarse: np.where(np.all(np.isfinite(coarse), axis=(1, 2)),  # noqa: E731
+                                             np.max(np.abs(fine - coarse), axis=(1, 2)), np.inf)
+    saves, over, nan, rung, error, failed = _batching.climb(run, 3, [0, 1], estimate, 1e-6)
+    assert calls == [(0, True, [0, 1, 2]), (1, False, [0, 1, 2]), (0, False, [1])]
+    assert not failed.any() and np.all(error <= 1e-6) and rung.tolist() == [1, 1, 1]
+    np.testing.assert_array_equal(saves, np.full((3, 2, 1), 1.0 + 1e-9))  # the second rung is kept

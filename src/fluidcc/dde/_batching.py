@@ -98,14 +98,17 @@ def climb(run: Callable, size: int, rungs: Sequence, estimate: Callable, rtol: f
     run(points, rung, sink, coarse=False) hands the solutions of those points to sink(rows, saves,
     overflow time, non-finite time) chunk by chunk (`run_in_chunks`): each chunk is compared with
     the point's previous solution and stored while the devices run the next chunks. The first
-    call returns its solutions instead, with coarse=True when they will all be replaced.
+    call returns its solutions instead, with coarse=True when they will all be replaced; a point
+    whose coarse solution is not finite while its second one is gets rungs[0] again in full
+    (coarse=False) for its estimate.
     estimate(fine, coarse) -> error per point. Returns saves, overflow, non-finite, the index of
     the rung each point ended on, the error estimate (None without rtol) and the points that are
     finite but did not reach rtol."""
     everyone = np.arange(size)
     # with rtol and a second rung, every point is solved again at rungs[1], which replaces the
     # first solution: that one only serves as the comparison (run may then solve it more cheaply)
-    saves, over, nan = run(everyone, rungs[0], None, coarse=rtol is not None and len(rungs) > 1)
+    coarse = rtol is not None and len(rungs) > 1
+    saves, over, nan = run(everyone, rungs[0], None, coarse=coarse)
     rung = np.zeros(size, dtype=np.int64)
     if rtol is None:
         return saves, over, nan, rung, None, np.zeros(size, dtype=bool)
@@ -123,6 +126,12 @@ def climb(run: Callable, size: int, rungs: Sequence, estimate: Callable, rtol: f
         run(pending, resolution, keep)
         rung[pending] = index
         healthy = ~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])
+        if index == 1 and coarse:
+            # where the cheaper first solution failed (a float32 one overflows far sooner) and the
+            # second did not, compare the second with the first rung solved in full instead
+            again = pending[healthy & ~np.isfinite(error[pending])]
+            if again.size:
+                error[again] = estimate(saves[again], run(again, rungs[0], None)[0])
         pending = pending[(error[pending] > rtol) & healthy]
     failed = np.zeros(size, dtype=bool)  # (with one rung only, every finite point: no estimate)
     failed[pending[~np.isfinite(over[pending]) & ~np.isfinite(nan[pending])]] = True
