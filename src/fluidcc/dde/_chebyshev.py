@@ -353,12 +353,16 @@ class ChebyshevRunner:
 
 #: With a tolerance at least this loose, the refinement's first rung is solved in float32
 #: (`ChebyshevRunner.run`): every point is solved again at the second rung, in float64, which
-#: replaces it, so it only serves as the comparison that estimates the second rung's error. Its
-#: rounding (float32's epsilon is 6e-8) then stays below the differences that matter, and a
-#: float32 pass costs about 0.4 times a float64 one on a CPU (1 x 12 nodes, 10 000 points: 42
-#: against 107 ms). Measured on two sets of 10 000 MIAIMD points (benchmarks/RESULTS.md,
-#: `chebyshev_tolerance.py`): the kept solutions' largest errors went from rtol / 145 to rtol / 72
-#: at rtol 1e-6 and from rtol / 63 to rtol / 61 at 5e-5. Below 1e-6 every rung is float64.
+#: replaces it, so it only serves as the comparison that estimates the second rung's error, and
+#: a float32 pass costs about 0.4 times a float64 one on a CPU (1 x 12 nodes, 10 000 points: 42
+#: against 107 ms). Its rounding (float32's unit roundoff is 6e-8) adds to the estimate: at rtol
+#: 1e-6 itself it is no longer far below rtol, 485 of those 10 000 points went on one more rung,
+#: and the call was no faster (0.68-0.70 s against 0.70 s); at 1e-5 and looser it was 7-12 %
+#: faster. Where the float32 solution fails and the float64 one does not, the first rung is
+#: solved again in float64 for the comparison (`_batching.climb`). Measured on two sets of 10 000
+#: MIAIMD points (benchmarks/RESULTS.md, `chebyshev_tolerance.py`): the kept solutions' largest
+#: errors went from rtol / 145 to rtol / 72 at rtol 1e-6 and from rtol / 63 to rtol / 61 at 5e-5.
+#: Below 1e-6 every rung is float64.
 COARSE_FLOAT32_RTOL = 1e-6
 
 

@@ -130,14 +130,15 @@ def solve(
         positive components, else relative to the component's largest magnitude); the finer
         solution is kept. The estimate is that of the coarser solution, so the kept one is
         usually far more accurate than rtol: on two sets of 10 000 MIAIMD points
-        (benchmarks/chebyshev_tolerance.py) its largest error was rtol / 61 to rtol / 74 for
+        (benchmarks/chebyshev_tolerance.py) its largest error was rtol / 61 to rtol / 72 for
         rtol from 5e-5 to 1e-6, a measurement on one model, not a bound. At loose tolerances two
-        coarse resolutions can agree on a wrong solution: at rtol 1e-4, 139-141 of each 10 000
-        points ended above 1e-6 (up to 1.8e-6), and with a float64 first resolution the 12- and
-        16-node solutions of one oscillating point agreed to 6e-5 and were both 6 % off. From
-        rtol 1e-6 on, the first resolution, which every point's second one replaces, is computed
-        in float32 (about 0.4 times the cost on a CPU): it only serves as the comparison for the
-        second, and every kept solution is float64 (`_chebyshev.COARSE_FLOAT32_RTOL`).
+        coarse resolutions can agree on a wrong solution: at rtol 1e-4, 140-141 of each 10 000
+        points ended above 1e-6, and the 12- and 16-node solutions of one oscillating point
+        agreed to 6e-5 and were both 6 % off. For rtol >= 1e-6, the first resolution, which
+        every point's second one replaces, is computed in float32 (about 0.4 times the cost on a
+        CPU): it only serves as the comparison for the second (computed again in float64 where
+        the float32 solution fails and the second does not), and every kept solution is float64
+        (`_chebyshev.COARSE_FLOAT32_RTOL`).
     log_space: integrate the components the model marks positive as log x.
     batch_chunk: the most points integrated together. The batch is cut into chunks of nearly
         equal width on every device (`_batching.chunk_width`; fewer points at high resolution,
