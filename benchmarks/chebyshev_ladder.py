@@ -107,6 +107,13 @@ def largest_relative_error(ys: np.ndarray, reference_ys: np.ndarray, skip_rtts: 
     return np.where(np.isfinite(relative), relative, np.inf).max(axis=1)
 
 
+def write_report(out: Path | None, report: dict) -> None:
+    """Write the figures as JSON to `out`, if asked."""
+    if out:
+        out.write_text(json.dumps(report, indent=1))
+        print(f"wrote {out}")
+
+
 def errors_and_times(args):
     system, params, t_final, grid = benchmark_points(args.points, args.seed, args.rtts)
     started = time.perf_counter()
@@ -190,9 +197,7 @@ def main(argv=None) -> dict:
     print(f"perfect predictor after the first two rungs, checked against the next rung: "
           f"{report['perfect_predictor_seconds']:.2f} s")
     print(f"1 x 16 pass: {one_pass:.2f} s")
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
-        print(f"wrote {args.out}")
+    write_report(args.out, report)
     return report
 
 

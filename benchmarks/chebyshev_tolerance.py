@@ -22,7 +22,6 @@ The loosest rtol with no point above --target on every seed is the one dde_throu
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from chebyshev_ladder import benchmark_points, largest_relative_error, reference_solution  # noqa: E402
+from chebyshev_ladder import (benchmark_points, largest_relative_error, reference_solution,  # noqa: E402
+                              write_report)
 
 from fluidcc.dde import Status, solve  # noqa: E402
 
@@ -104,9 +104,7 @@ def main(argv=None) -> dict:
     report["loosest_within_target"] = max(within) if within else None
     print(f"loosest rtol with every point of every seed within {args.target:g}: "
           f"{report['loosest_within_target'] if within else 'none'}")
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
-        print(f"wrote {args.out}")
+    write_report(args.out, report)
     return report
 
 
