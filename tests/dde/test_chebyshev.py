@@ -274,8 +274,8 @@ def test_float32_rung_of_any_linear_system_is_its_float64_solution_to_float32_ro
     size = len(next(iter(params.values())))
     tau = params.get("tau", np.ones(size))  # (the delay of each point)
     grid = tau[:, None] * saves[None, :]  # in delays: between nodes (interpolated), or interval ends
-    runner = _chebyshev.ChebyshevRunner(system, params, tau, 3.0 * tau, grid, 1, 1024, None, take)
-    runner.coarse_float32 = True
+    runner = _chebyshev.ChebyshevRunner(system, params, tau, 3.0 * tau, grid, 1, 1024, None, take,
+                                        coarse_float32=True)
     single, over32, nan32 = runner.run(np.arange(size), (1, 12), coarse=True)
     double, over64, nan64 = runner.run(np.arange(size), (1, 12))
     np.testing.assert_array_equal(np.isfinite(single), np.isfinite(double))

@@ -315,12 +315,13 @@ class ChebyshevRunner:
     #: Most nodes (points x pieces x nodes) of one chunk: larger chunks leave the CPU cache.
     NODE_BUDGET = 32768
 
-    def __init__(self, system, params, tau, t_final, grid, n_states, batch_chunk, progress, take):
+    def __init__(self, system, params, tau, t_final, grid, n_states, batch_chunk, progress, take,
+                 coarse_float32: bool = False):
         self.system, self.params, self.tau, self.t_final, self.grid = system, params, tau, t_final, grid
         self.n_states, self.batch_chunk, self.progress, self.take = n_states, batch_chunk, progress, take
+        self.coarse_float32 = coarse_float32  # see `run`
         self.devices = jax.local_devices()
         self.at_ends = saves_at_ends(tau, grid)  # (B,): decided once, read per subset
-        self.coarse_float32 = False  # see `run`
 
     def chunk_size(self, size: int, pieces: int, nodes: int) -> int:
         cap = max(16, self.NODE_BUDGET // (pieces * nodes))
@@ -331,8 +332,8 @@ class ChebyshevRunner:
         outputs are returned, or handed to `sink` chunk by chunk (`_batching.run_in_chunks`).
 
         coarse: the solution only serves as the comparison for the next rung, which replaces it
-        (`_batching.climb`): it is then computed in float32 if `coarse_float32` (set by the
-        caller from the tolerance, see `COARSE_FLOAT32_RTOL`)."""
+        (`_batching.climb`): it is then computed in float32 if the runner was made with
+        `coarse_float32` (chosen by the caller from the tolerance, see `COARSE_FLOAT32_RTOL`)."""
         pieces, nodes = resolution
         n_intervals = max(1, int(np.max(np.ceil(self.t_final[points] / self.tau[points] - 1e-9))))
         chunk = self.chunk_size(len(points), pieces, nodes)

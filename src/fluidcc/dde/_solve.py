@@ -235,8 +235,8 @@ def _solve_chebyshev(system, params, size, t_final, grid, names, rtol, pieces, n
     delays = require_linear_form(system, params)
     n_states = system.state_size(point)
     positive = tuple(bool(b) for b in system.log_components(point))
-    runner = ChebyshevRunner(system, params, delays[:, 0], t_final, grid, n_states, batch_chunk, progress, take)
-    runner.coarse_float32 = rtol is not None and rtol >= COARSE_FLOAT32_RTOL
+    runner = ChebyshevRunner(system, params, delays[:, 0], t_final, grid, n_states, batch_chunk, progress, take,
+                             coarse_float32=rtol is not None and rtol >= COARSE_FLOAT32_RTOL)
     ladder = resolution_ladder(pieces, nodes, max(max_pieces, pieces), max_nodes=max(MAX_NODES, nodes))
     ys, over, nan, level, error, failed = refine(runner, size, ladder if rtol is not None else ladder[:1], rtol,
                                                  positive)
