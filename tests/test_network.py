@@ -319,3 +319,17 @@ def test_scenarios_check_their_counts_and_random_networks_follow_the_seed():
     assert all(mbps_to_pps(10) <= c <= mbps_to_pps(1000) for c in first.capacities_pps)
     assert scenarios.vcp_parking_lot(50.0).capacities_pps.tolist() == [mbps_to_pps(100)] * 3 + [
         mbps_to_pps(50)] + [mbps_to_pps(100)] * 3
+
+
+def test_a_network_keeps_the_packet_size_it_was_written_in(tmp_path):
+    path = tmp_path / "net.toml"
+    path.write_text('packet_bytes = 1500\n[[links]]\nname = "l"\ncapacity = "12Mbps"\ndelay = "10ms"\n'
+                    '[[flows]]\nname = "f"\nroute = ["l"]\n')
+    network = Network.load(path)
+    assert network.packet_bytes == 1500 and network.capacities_pps[0] == pytest.approx(1000.0)
+    again = Network.from_dict(network.to_dict())
+    assert again == network and again.packet_bytes == 1500
+    assert network.replace(capacities_pps=[2000.0]).packet_bytes == 1500
+    assert "packet_bytes" not in Network.from_dict({**network.to_dict(), "packet_bytes": 1000}).to_dict()
+    with pytest.raises(NetworkError, match="packet_bytes"):
+        Network(network.links, network.flows, packet_bytes=0)

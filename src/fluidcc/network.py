@@ -132,11 +132,13 @@ class Network:
 
     Build it from `Link` and `Flow` objects, from a mapping (`Network.from_dict`) or from a file
     (`Network.load`). Flows and links keep the order they are given in; arrays over flows or links
-    use that order.
+    use that order. packet_bytes: the packet size the description was written in (what Mb/s
+    figures of its rates use); every quantity inside is in packets already.
     """
 
     links: tuple[Link, ...]
     flows: tuple[Flow, ...]
+    packet_bytes: int = DEFAULT_PACKET_BYTES
     _link_index: Mapping[str, int] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self):
@@ -146,6 +148,8 @@ class Network:
             raise NetworkError("links", [], "at least one link")
         if not self.flows:
             raise NetworkError("flows", [], "at least one flow")
+        if isinstance(self.packet_bytes, bool) or not isinstance(self.packet_bytes, int) or self.packet_bytes <= 0:
+            raise NetworkError("packet_bytes", self.packet_bytes, "a whole number of bytes > 0")
         index: dict[str, int] = {}
         for i, link in enumerate(self.links):
             if not isinstance(link, Link):
@@ -303,7 +307,7 @@ class Network:
             if len(caps) != len(new_links):
                 raise NetworkError("capacities", f"{len(caps)} values", f"one capacity per link ({len(new_links)})")
             new_links = tuple(Link(l.name, float(c), l.delay_s, l.buffer_packets) for l, c in zip(new_links, caps))
-        return Network(new_links, tuple(flows) if flows is not None else self.flows)
+        return Network(new_links, tuple(flows) if flows is not None else self.flows, self.packet_bytes)
 
     # ------------------------------------------------------------------------------- files
     @classmethod
@@ -321,7 +325,7 @@ class Network:
         flows: list[Flow] = []
         for i, entry in enumerate(_list(data, "flows")):
             flows.extend(_flows_from(entry, i, packet_bytes))
-        return cls(tuple(links), tuple(flows))
+        return cls(tuple(links), tuple(flows), packet_bytes)
 
     @classmethod
     def load(cls, path: str | Path) -> "Network":
@@ -362,7 +366,10 @@ class Network:
             if flow.interface_pps is not None:
                 entry["interface"] = flow.interface_pps
             flows.append(entry)
-        return {"links": links, "flows": flows}
+        data: dict[str, Any] = {"links": links, "flows": flows}
+        if self.packet_bytes != DEFAULT_PACKET_BYTES:
+            data["packet_bytes"] = self.packet_bytes
+        return data
 
     def save(self, path: str | Path) -> Path:
         """Write the network as JSON (.json) or TOML (.toml)."""
