@@ -10,11 +10,19 @@ A protocol is an object the engine (`fluidcc.packet.engine`) calls inside its sc
 * ``header_size``: how many header fields its packets carry; protocols with routers add
   ``router_init(params, n_links)``, ``stamp(router, params, link, header)``,
   ``router_step(router, params, t, links)`` and optionally ``observe(router, params)``.
+
+A protocol is a frozen dataclass whose fields are its settings (`_fields`: the scenario keys,
+`settings()` and `fluidcc models` come from them), named in the catalogue `fluidcc.protocols`.
 """
+
+from ._fields import FieldSettings as FieldSettings
+from ._fields import SettingField as SettingField
+from ._fields import scenario_keys as scenario_keys
+from ._fields import setting_fields as setting_fields
 
 from .open_loop import OpenLoop as OpenLoop
 from .qcp import QCP as QCP
 from .rcp import RCP as RCP
 from .tcp import TCP as TCP
 
-__all__ = ["OpenLoop", "QCP", "RCP", "TCP"]
+__all__ = ["FieldSettings", "OpenLoop", "QCP", "RCP", "SettingField", "TCP", "scenario_keys", "setting_fields"]

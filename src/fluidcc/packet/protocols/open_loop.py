@@ -16,7 +16,7 @@ about 30 times slower than the rest of the engine's step. Means above `TABLE_MEA
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -26,6 +26,7 @@ from scipy.stats import poisson
 
 from ...errors import ParameterError
 from ..engine import COUNT, Send, check_counts
+from ._fields import FieldSettings
 
 KINDS = ("poisson", "constant")
 TABLE_MEAN = 1000.0  # the largest mean per slot drawn from a table; above it, jax.random.poisson
@@ -41,11 +42,11 @@ def poisson_table(mean_per_slot: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class OpenLoop:
+class OpenLoop(FieldSettings):
     """Open-loop sources ("poisson" or "constant") at rate_pps (a scalar or one per flow)."""
 
     kind: str = "poisson"
-    rate_pps: Any = 1.0
+    rate_pps: Any = field(default=1.0, metadata={"per_flow": True})  # one rate, or one per flow
     name = "open_loop"
     header_size = 0
 
@@ -57,8 +58,6 @@ class OpenLoop:
             bad = rate.reshape(-1)[np.argmin(np.isfinite(rate) & (rate > 0))] if rate.size else rate
             raise ParameterError("rate", float(bad) if np.size(bad) == 1 else bad, "a rate > 0 packets/s per flow")
 
-    def settings(self) -> dict:
-        return {"kind": self.kind, "rate_pps": np.atleast_1d(self.rate_pps).tolist()}
 
     def params(self, network, layout, timing, tables):
         rate = np.atleast_1d(np.asarray(self.rate_pps, dtype=np.float64))

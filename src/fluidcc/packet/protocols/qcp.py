@@ -49,6 +49,7 @@ import numpy as np
 from ...errors import ParameterError
 from ..engine import Send, link_mean_rtt
 from . import _feedback as feedback
+from ._fields import FieldSettings
 
 UNLIMITED = 1e12
 MIN_RATE_FRACTION = 1e-4
@@ -67,7 +68,7 @@ class QCPParams(NamedTuple):
 
 
 @dataclass(frozen=True)
-class QCP:
+class QCP(FieldSettings):
     """QCP with alpha = beta = 1 by default; interval_s: the control interval d (None: per link,
     the mean RTT of its flows); variant "exact" (eqs. (4), (12)) or "simplified" (eq. (14))."""
 
@@ -90,9 +91,6 @@ class QCP:
         if self.variant not in VARIANTS:
             raise ParameterError("variant", self.variant, f"one of {', '.join(VARIANTS)}")
 
-    def settings(self) -> dict:
-        return {"alpha": self.alpha, "beta": self.beta, "interval_s": self.interval_s, "variant": self.variant,
-                "min_rto_s": self.min_rto_s}
 
     def params(self, network, layout, timing, tables) -> QCPParams:
         slot = timing.slot_s

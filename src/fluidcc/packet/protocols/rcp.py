@@ -33,6 +33,7 @@ import numpy as np
 from ...errors import ParameterError
 from ..engine import Send, link_mean_rtt
 from . import _feedback as feedback
+from ._fields import FieldSettings
 
 UNLIMITED = 1e12
 MIN_RATE_FRACTION = 1e-4
@@ -57,7 +58,7 @@ def _positive(name: str, value, allowed: str) -> None:
 
 
 @dataclass(frozen=True)
-class RCP:
+class RCP(FieldSettings):
     """RCP with the paper's alpha = 0.1, beta = 1, tau = 10 ms and RTT gain 0.02 by default."""
 
     alpha: float = 0.1
@@ -76,9 +77,6 @@ class RCP:
         if not (isinstance(self.rtt_gain, (int, float)) and 0 < self.rtt_gain <= 1):
             raise ParameterError("rtt_gain", self.rtt_gain, "a gain in (0, 1]")
 
-    def settings(self) -> dict:
-        return {"alpha": self.alpha, "beta": self.beta, "tau_s": self.tau_s, "rtt_gain": self.rtt_gain,
-                "min_rto_s": self.min_rto_s}
 
     def params(self, network, layout, timing, tables) -> RCPParams:
         slot = timing.slot_s

@@ -41,6 +41,7 @@ import jax.numpy as jnp
 
 from ...errors import ParameterError
 from ..engine import COUNT, Send
+from ._fields import FieldSettings
 from ._rtt import rtt_update
 
 _NO_LIMIT = 1e12
@@ -54,7 +55,7 @@ class TCPParams(NamedTuple):
 
 
 @dataclass(frozen=True)
-class TCP:
+class TCP(FieldSettings):
     """TCP NewReno. initial_window: packets (>= 1); min_rto_s: seconds (> 0)."""
 
     initial_window: float = 2.0
@@ -69,8 +70,6 @@ class TCP:
         if not (isinstance(self.min_rto_s, (int, float)) and math.isfinite(self.min_rto_s) and self.min_rto_s > 0):
             raise ParameterError("min_rto", self.min_rto_s, "a minimum RTO > 0 s")
 
-    def settings(self) -> dict:
-        return {"initial_window": self.initial_window, "min_rto_s": self.min_rto_s}
 
     def params(self, network, layout, timing, tables) -> TCPParams:
         slot = timing.slot_s
