@@ -269,8 +269,8 @@ def test_simulate_on_a_network_bad_input_is_a_usage_error(runner, tmp_path, args
     assert not (tmp_path / "timeseries.nc").exists()
 
 
-def test_network_model_names_in_the_help_match_the_library():
-    from fluidcc.cli import NETWORK_MODEL_NAMES
-    from fluidcc.sweep import NETWORK_MODELS
+def test_network_model_names_in_the_help_are_the_catalogues(runner):
+    from fluidcc.protocols import names
 
-    assert tuple(NETWORK_MODEL_NAMES) == tuple(NETWORK_MODELS)
+    help_text = " ".join(runner.invoke(main, ["simulate", "--help"]).output.split())
+    assert "MODEL is then one of " + ", ".join(names("network")) + "." in help_text

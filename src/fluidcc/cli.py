@@ -13,24 +13,13 @@ from pathlib import Path
 
 import click
 
+from . import protocols
 from .errors import FluidccError, ParameterError
-
-#: Models `fluidcc simulate --network` integrates per flow (as `fluidcc.sweep.NETWORK_MODELS`,
-#: named here so that the help text does not import JAX).
-NETWORK_MODEL_NAMES = ("xcp", "ixcp", "miaimd", "rcp", "qcp")
 
 #: Tolerance of the settling times `fluidcc simulate --network` prints (relative to max-min).
 SETTLING_TOLERANCE = 0.02
 
 DEFAULT_SWEEP_GRID = ("kappa=0.05:2:64", "rtt=10ms:1s:64:log")
-
-#: `fluidcc stability MODEL` with no --grid: the plane of each model's gains.
-DEFAULT_STABILITY_GRID = {
-    "miaimd": ("kappa=0.05:3:200", "rtt=10ms:1s:200:log"),
-    "xcp": ("alpha=0:1.6:200", "beta=0:1.2:200"),
-    "rcp": ("alpha=0:1.6:200", "beta=0:1.2:200"),
-    "qcp": ("alpha=0:1.6:200", "beta=0:1.2:200"),
-}
 
 _UNITS_HELP = (
     "Units: rates accept bps, kbps, Mbps, Gbps, pps (bare numbers are packets/s of 1000 bytes); "
@@ -38,17 +27,25 @@ _UNITS_HELP = (
 )
 
 
+#: The library's parameter names, as this command's flags.
+_FLAGS = {"duration_s": "--duration", "rtts": "--rtts", "saves_per_rtt": "--saves-per-rtt",
+          "save_step_s": "--saves-per-rtt", "steps_per_delay": "--steps-per-delay", "rtol": "--rtol",
+          "fmt": "--format"}
+
+
 def _fail(error: FluidccError):
+    """Stop with a usage error; a library error's parameter name becomes the flag that sets it."""
+    if isinstance(error, ParameterError) and error.field in _FLAGS:
+        error = ParameterError(_FLAGS[error.field], error.value, error.allowed)
     raise click.UsageError(str(error))
 
 
 def _grid_spec(model, grid_texts, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay,
                max_horizon_rtts=None, solver="auto"):
     """The SweepSpec of a command's --grid and --set options (raises FluidccError on bad input)."""
-    from .models import get_model
     from .sweep import SweepSpec, parse_grid, parse_set
 
-    entry = get_model(model)
+    entry = protocols.single_link_model(model)
     axes = tuple(parse_grid(model, text) for text in grid_texts)
     fixed = {}
     for text in sets:
@@ -71,32 +68,32 @@ def main() -> None:
 
 @main.command("models")
 def models_command() -> None:
-    """List the models and their parameters (with units and defaults)."""
-    from .models import REGISTRY
-
-    for entry in REGISTRY.values():
+    """List the protocols and their models: parameters with units and defaults, in every layer."""
+    for name in protocols.names("single_link"):
+        entry = protocols.single_link_model(name)
         click.echo(f"{entry.name}: {entry.description}")
         for p in entry.parameters:
             unit = f" [{p.unit}]" if p.unit else ""
             click.echo(f"  {p.name:<15} default {p.default:<12.6g}{unit}  {p.help}")
-    from .sweep._network import NETWORK_DEFAULTS
-
     click.echo("per-flow models on a network (fluidcc simulate MODEL --network FILE; link capacities, delays "
                "and flows come from the file):")
-    descriptions = {
-        "xcp": "XCP, iXCP paper eqs. (1)-(2): efficiency and fairness controllers per link",
-        "ixcp": "iXCP, iXCP paper eq. (3): shuffling only among the flows bottlenecked at the link",
-        "miaimd": "MIAIMD, VCP paper eq. (16): each flow follows the largest load factor on its path",
-        "rcp": "RCP, RCP paper eq. (2): one rate per link, flows take the smallest on their path",
-        "qcp": "QCP, QCP paper eqs. (4), (12): one rate per link from the count of the flows' rates",
-    }
-    notes = {"control_interval": "s; default: each link's mean RTT", "rate_interval": "s (tau)"}
-    for name, defaults in NETWORK_DEFAULTS.items():
-        click.echo(f"{name} --network: {descriptions[name]}")
-        for parameter, default in defaults.items():
+    for name in protocols.names("network"):
+        entry = protocols.network_model(name)
+        click.echo(f"{name} --network: {entry.description}")
+        for parameter, default in entry.defaults().items():
             shown = f"{default:<12.6g}" if default is not None else f"{'(per link)':<12}"
-            note = f"  [{notes[parameter]}]" if parameter in notes else ""
+            note = f"  [{entry.notes[parameter]}]" if parameter in entry.notes else ""
             click.echo(f"  {parameter:<21} default {shown}{note}")
+    from .packet.protocols import setting_fields
+
+    click.echo("packet-level sources and routers (fluidcc packet SCENARIO.toml, [protocol] name = NAME):")
+    for name in protocols.names("packet"):
+        protocol = protocols.get_protocol(name)
+        click.echo(f"{name} [protocol]: {protocol.description} ({protocol.paper})")
+        for setting in setting_fields(protocol.packet_class()):
+            shown = "(per link)" if setting.default is None else str(setting.default)
+            unit = {"time": "  [s]", "rate": "  [packets/s" + (", or one per flow]" if setting.per_flow else "]")}
+            click.echo(f"  {setting.key:<21} default {shown:<12}{unit.get(setting.kind, '')}")
 
 
 @main.command("simulate")
@@ -116,30 +113,26 @@ def models_command() -> None:
               help="Output folder (time series and figure).")
 @click.option("--network", "network_file", default=None, metavar="NETWORK.toml|.json", type=click.Path(dir_okay=False),
               help="Simulate MODEL per flow on this network (a .toml or .json file, as for `fluidcc maxmin`) "
-                   "beside the max-min fair rates; MODEL is then one of " + ", ".join(NETWORK_MODEL_NAMES) + ". "
-                   "--set takes the network model's parameters (xcp, ixcp: alpha, beta, gamma; miaimd: kappa, "
-                   "alpha, gamma, initial_window [packets]); --duration defaults to 30 s (xcp, ixcp) or 150 s "
-                   "(miaimd) after the last start or stop; one save per smallest RTT (at most 2000 saves) "
-                   "unless --saves-per-rtt is given; --rtts and --rtol do not apply (the network gives the RTTs; "
-                   "fixed-step RK4).")
+                   "beside the max-min fair rates; MODEL is then one of " + ", ".join(protocols.names("network"))
+                   + ". --set takes the network model's parameters (`fluidcc models` lists them); --duration "
+                   "defaults to the model's settling horizon after the last start or stop; one save per smallest "
+                   "RTT (a quarter of it for rcp and qcp; at most 2000 saves) unless --saves-per-rtt is given; "
+                   "--rtts and --rtol do not apply (the network gives the RTTs; fixed-step RK4).")
 def simulate_command(model, sets, rtts, duration, saves_per_rtt, steps_per_delay, rtol, fmt, out,
                      network_file) -> None:
-    """Integrate one point of MODEL (per flow for miaimd, aggregate for xcp, rcp, qcp); write its time
-    series and a figure. With --network: MODEL (xcp, ixcp or miaimd) per flow on a network, with
-    each flow's rate against its max-min fair rate and the settling time of every phase."""
+    """Integrate one point of MODEL's single-link fluid model (per flow for miaimd, aggregate for xcp,
+    rcp, qcp); write its time series and a figure. With --network: MODEL per flow on a network,
+    with each flow's rate against its max-min fair rate and the settling time of every phase."""
     from . import units
-    from .models import get_model
     from .plotting import timeseries_figure
-    from .sweep import parse_set, simulate
+    from .runs import simulate, write_timeseries
+    from .sweep import parse_set
 
     if network_file is not None:
         _simulate_on_network(model, network_file, sets, rtts, duration, saves_per_rtt, steps_per_delay, fmt, out)
         return
     try:
-        if model == "ixcp":
-            raise ParameterError("model", model, "iXCP has a per-flow model on a network only: give --network "
-                                 "NETWORK.toml (e.g. examples/networks/ixcp_fig6.toml)")
-        entry = get_model(model)
+        entry = _single_link(model)
         values = {}
         for text in sets:
             name, value = parse_set(model, text)
@@ -152,27 +145,13 @@ def simulate_command(model, sets, rtts, duration, saves_per_rtt, steps_per_delay
         duration_s = units.parse_time("--duration", duration) if duration is not None else None
         dataset = simulate(model, values, rtt_list, duration_s=duration_s, saves_per_rtt=saves_per_rtt,
                            steps_per_delay=steps_per_delay, rtol=rtol, command=_command_line())
+        data_path = write_timeseries(dataset, out, fmt)
     except FluidccError as error:
         _fail(error)
-    out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    per_flow = "window" in dataset
-    if fmt == "netcdf":
-        data_path = out_dir / "timeseries.nc"
-        dataset.to_netcdf(data_path, engine="scipy")
-    elif per_flow:
-        data_path = out_dir / "timeseries.csv"
-        frame = dataset[["window", "rate"]].to_dataframe().unstack("flow")
-        frame.columns = [f"{name}_{flow}" for name, flow in frame.columns]
-        frame["load_factor"] = dataset["load_factor"].values
-        frame.to_csv(data_path)
-    else:
-        data_path = out_dir / "timeseries.csv"
-        dataset[[n for n in dataset.data_vars if dataset[n].dims == ("time",)]].to_dataframe().to_csv(data_path)
-    figure_path = out_dir / "timeseries.png"
+    figure_path = Path(out) / "timeseries.png"
     timeseries_figure(dataset, figure_path)
     click.echo(f"status: {dataset.attrs['status_message']}")
-    if per_flow:
+    if "window" in dataset:
         eq = dataset["equilibrium_window"].values
         click.echo(f"final total window {float(dataset['window'].values[-1].sum()):.6g} packets; "
                    f"closed-form equilibrium {float(eq.sum()):.6g} packets")
@@ -183,21 +162,28 @@ def simulate_command(model, sets, rtts, duration, saves_per_rtt, steps_per_delay
     click.echo(f"wrote {data_path} and {figure_path}")
 
 
+def _single_link(model):
+    """The single-link model of MODEL; for a protocol with a network model only, say to give --network."""
+    try:
+        return protocols.single_link_model(model)
+    except ParameterError as error:
+        if model in protocols.names("network"):
+            raise ParameterError("model", model, f"{model} has a per-flow model on a network only: give --network "
+                                 "NETWORK.toml (e.g. examples/networks/ixcp_fig6.toml)") from None
+        raise error
+
+
 def _simulate_on_network(model, network_file, sets, rtts, duration, saves_per_rtt, steps_per_delay, fmt, out):
     """`fluidcc simulate MODEL --network FILE`: one run of a per-flow network model, written as a
     dataset (NetCDF or CSV) and a figure, with a table of final and max-min rates and settling times."""
-    import math
-
     from . import units
     from .network import Network
     from .plotting import network_rates_figure
-    from .sweep import NETWORK_MODELS, settling_times, simulate_network
+    from .runs import final_links, final_rates, settling_rows, simulate_network, write_timeseries
 
     source = click.get_current_context().get_parameter_source
     try:
-        if model not in NETWORK_MODELS:
-            raise ParameterError("model", model, f"a model with a network form, with --network: "
-                                 f"{', '.join(NETWORK_MODELS)}")
+        protocols.network_model(model, field="model")
         if rtts is not None:
             raise ParameterError("--rtts", rtts, "no --rtts with --network: the network file gives each flow's "
                                  "RTT (its links' delays and access_delay)")
@@ -221,63 +207,34 @@ def _simulate_on_network(model, network_file, sets, rtts, duration, saves_per_rt
             save_step_s = float(network.rtt_s.min()) / saves_per_rtt
         dataset = simulate_network(model, network, values, duration_s=duration_s, save_step_s=save_step_s,
                                    steps_per_delay=steps_per_delay, command=_command_line())
+        dataset.attrs["network_file"] = str(network_file)
+        data_path = write_timeseries(dataset, out, fmt)
     except FluidccError as error:
         _fail(error)
-    packet_bytes = _file_packet_bytes(Path(network_file))
-    dataset.attrs["packet_bytes"] = packet_bytes
-    dataset.attrs["network_file"] = str(network_file)
-    out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if fmt == "netcdf":
-        data_path = out_dir / "timeseries.nc"
-        dataset.to_netcdf(data_path, engine="scipy")
-    else:
-        data_path = out_dir / "timeseries.csv"
-        columns = dataset.reset_coords(drop=True)  # rtt, capacity: constants, not time series
-        per_flow = columns[["rate", "maxmin_rate", "rate_over_maxmin"]].to_dataframe().unstack("flow")
-        per_flow.columns = [f"{name}_{flow}" for name, flow in per_flow.columns]
-        link_series = ("utilization", "load", "queue", "offered_rate", "flow_estimate")
-        per_link = columns[[n for n in link_series if n in dataset]].to_dataframe()
-        per_link = per_link.unstack("link")
-        per_link.columns = [f"{name}_{link}" for name, link in per_link.columns]
-        per_flow.join(per_link).to_csv(data_path)
-    figure_path = out_dir / "timeseries.png"
+    figure_path = Path(out) / "timeseries.png"
     network_rates_figure(dataset, figure_path, title=f"{model} on {Path(network_file).name}: rates and max-min "
                                                      f"fair rates (dashed)")
     end = float(dataset["time"].values[-1])
     click.echo(f"status: {dataset.attrs['status_message']}")
-    click.echo(f"rates at t = {end:g} s ({model}; packets of {packet_bytes} bytes)")
-    rows = []
-    for i, name in enumerate(dataset["flow"].values):
-        rate = float(dataset["rate"].values[-1, i])
-        fair = float(dataset["maxmin_rate"].values[-1, i])
-        ratio = f"{rate / fair:.4f}" if fair > 0 else "(not sending)"
-        rows.append([str(name), f"{units.pps_to_mbps(rate, packet_bytes):.6g}",
-                     f"{units.pps_to_mbps(fair, packet_bytes):.6g}", ratio])
-    click.echo(_text_table(["flow", "rate Mb/s", "max-min Mb/s", "rate / max-min"], rows))
-    if "flow_estimate" in dataset:
+    click.echo(f"rates at t = {end:g} s ({model}; packets of {network.packet_bytes} bytes)")
+    click.echo(_text_table(["flow", "rate Mb/s", "max-min Mb/s", "rate / max-min"],
+                           [[row["flow"], f"{row['rate_mbps']:.6g}", f"{row['maxmin_mbps']:.6g}",
+                             f"{row['ratio']:.4f}" if row["ratio"] is not None else "(not sending)"]
+                            for row in final_rates(dataset)]))
+    links = final_links(dataset, network)
+    if links:
         click.echo("")
-        sending = (dataset["rate"].values[-1] > 0).astype(float)
-        counts = network.routing_matrix @ sending
-        link_rows = []
-        for l, name in enumerate(dataset["link"].values):
-            row = [str(name), f"{units.pps_to_mbps(float(dataset['offered_rate'].values[-1, l]), packet_bytes):.6g}",
-                   f"{float(dataset['flow_estimate'].values[-1, l]):.4g}",
-                   f"{float(dataset['utilization'].values[-1, l]):.4f}", f"{float(dataset['queue'].values[-1, l]):.4g}"]
-            row.insert(3, f"{counts[l]:g}")
-            link_rows.append(row)
         header = ["link", "offered Mb/s", "flow estimate", "flows sending", "utilization", "queue packets"]
-        click.echo(_text_table(header, link_rows))
+        click.echo(_text_table(header, [[row["link"], f"{row['offered_mbps']:.6g}", f"{row['flow_estimate']:.4g}",
+                                         f"{row['flows_sending']:g}", f"{row['utilization']:.4f}",
+                                         f"{row['queue_packets']:.4g}"] for row in links]))
     click.echo("")
     click.echo(f"settling: time after each start or stop until every sending flow stays within "
                f"{SETTLING_TOLERANCE:.0%} of its max-min rate")
-    phase_rows = []
-    for row in settling_times(dataset, tolerance=SETTLING_TOLERANCE):
-        stop = min(row["stop_s"], end)
-        settle = (f"{row['settling_s']:.3g} s" if math.isfinite(row["settling_s"])
-                  else "not settled")
-        phase_rows.append([f"[{row['start_s']:g}, {stop:g}] s", settle, f"{row['final_deviation']:.3g}"])
-    click.echo(_text_table(["phase", "settling", "max |rate/max-min - 1| at end"], phase_rows))
+    click.echo(_text_table(["phase", "settling", "max |rate/max-min - 1| at end"],
+                           [[f"[{row['start_s']:g}, {row['stop_s']:g}] s",
+                             f"{row['settling_s']:.3g} s" if row["settling_s"] is not None else "not settled",
+                             f"{row['final_deviation']:.3g}"] for row in settling_rows(dataset, SETTLING_TOLERANCE)]))
     click.echo(f"wrote {data_path} and {figure_path}")
 
 
@@ -336,7 +293,8 @@ def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_del
 @click.option("--grid", "grids", multiple=True, metavar="NAME=START:STOP:COUNT[:log]",
               help="A parameter of the plane, as for `sweep`; e.g. --grid alpha=0:1.6:200 --grid beta=0:1.2:200. "
                    "Default: the model's gain plane (" + "; ".join(
-                       f"{m}: {' '.join(g)}" for m, g in DEFAULT_STABILITY_GRID.items()) + "). " + _UNITS_HELP)
+                       f"{p.name}: {' '.join(p.stability_plane)}" for p in protocols.PROTOCOLS.values()
+                       if p.stability_plane) + "). " + _UNITS_HELP)
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="Fix a parameter that is not on the grid.")
 @click.option("--method", type=click.Choice(["linear", "simulate", "both"]), default="both", show_default=True,
               help="linear: characteristic roots of the linearization at the equilibrium; simulate: integrate "
@@ -362,7 +320,7 @@ def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, s
     from .sweep import analytic_boundary, run_stability
 
     try:
-        texts = grids or DEFAULT_STABILITY_GRID.get(model)
+        texts = grids or protocols.get_protocol(model, "single_link", field="model").stability_plane
         if not texts:
             raise ParameterError("--grid", "none", f"at least one --grid for {model}, which has no default plane")
         spec = _grid_spec(model, texts, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay,
@@ -433,7 +391,7 @@ def maxmin_command(network_file, at, exact, out) -> None:
         result = maxmin(network, exact=exact) if at_s is None else maxmin_at(network, at_s, exact=exact)
     except FluidccError as error:
         _fail(error)
-    packet_bytes = _file_packet_bytes(Path(network_file))
+    packet_bytes = network.packet_bytes
     flows, links = _maxmin_rows(network, result, packet_bytes)
     scope = "every flow" if at_s is None else f"flows active at t = {at_s:g} s"
     click.echo(f"max-min fair rates ({scope}; {'exact' if exact else 'float64'}; packets of {packet_bytes} bytes)")
@@ -517,24 +475,6 @@ def packet_command(scenario_file, out) -> None:
                        number(row.get("drop_rate"), ".3g")])
     click.echo(_text_table(headers, rows))
     click.echo("wrote " + ", ".join(str(p) for p in paths))
-
-
-def _file_packet_bytes(path: Path) -> int:
-    """The packet size a network file declares (a `Network` keeps packets/s only), for Mb/s columns."""
-    import json
-
-    from .units import DEFAULT_PACKET_BYTES
-
-    text = path.read_text()
-    if path.suffix.lower() == ".json":
-        data = json.loads(text)
-    else:
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib
-        data = tomllib.loads(text)
-    return int(data.get("packet_bytes", DEFAULT_PACKET_BYTES))
 
 
 def _maxmin_rows(network, result, packet_bytes):

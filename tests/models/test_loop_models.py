@@ -7,7 +7,8 @@ import pytest
 
 from fluidcc.dde import solve
 from fluidcc.errors import ParameterError
-from fluidcc.models import QCPAggregate, RCPAggregate, XCPAggregate, get_model, qcp, rcp, xcp
+from fluidcc.models import QCPAggregate, RCPAggregate, XCPAggregate, qcp, rcp, xcp
+from fluidcc.protocols import single_link_model
 
 CAPACITY = 18750.0
 DELAY = 0.08
@@ -79,7 +80,7 @@ def test_bad_input_names_field_and_value(build, field, value):
 
 @pytest.mark.parametrize("name", ["xcp", "qcp", "rcp", "miaimd"])
 def test_registry_equilibrium_is_the_models(name):
-    entry = get_model(name)
+    entry = single_link_model(name)
     values = {k: np.array([v, v]) for k, v in entry.defaults().items()}
     system, params = entry.aggregate(values)
     index = entry.observed_index(system, params)

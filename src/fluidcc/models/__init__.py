@@ -1,4 +1,8 @@
-"""Fluid models, one module per protocol. Each model is a `fluidcc.dde.DDESystem`."""
+"""Fluid models, one module per protocol. Each model is a `fluidcc.dde.DDESystem`.
+
+A model module also says how the front ends use it: `SINGLE_LINK` (a `SingleLinkModel`: the
+parameters a user sets, with units and defaults, and how to build the model from them) or
+`ON_NETWORK` (a `NetworkModel`); the protocol catalogue `fluidcc.protocols` names them."""
 
 from . import miaimd as miaimd
 from . import miaimd_network as miaimd_network
@@ -23,7 +27,8 @@ __all__ = ["MIAIMD", "MIAIMDAggregate", "MIAIMDNetwork", "EfficiencyLoop", "QCPA
            "RCPAggregate", "RCPNetwork", "XCPAggregate", "XCPNetwork", "miaimd", "miaimd_network", "qcp",
            "qcp_network", "rcp", "rcp_network", "xcp", "xcp_network"]
 
-from ._registry import REGISTRY as REGISTRY  # noqa: E402
-from ._registry import get_model as get_model  # noqa: E402
+from ._spec import NetworkModel as NetworkModel  # noqa: E402
+from ._spec import ParameterSpec as ParameterSpec  # noqa: E402
+from ._spec import SingleLinkModel as SingleLinkModel  # noqa: E402
 
-__all__ += ["REGISTRY", "get_model"]
+__all__ += ["NetworkModel", "ParameterSpec", "SingleLinkModel"]

@@ -246,6 +246,25 @@ class ExplicitRateNetwork(DDESystem):
         return {"rate": rates, "load": rates @ self.network.routing_matrix.T, "offered": offered,
                 "flow_estimate": np.asarray(estimate)}
 
+    def observe_run(self, times, states, params) -> tuple[np.ndarray, np.ndarray, dict]:
+        """Per-flow rates (S, N), per-link queues (S, L) and what the routers hold over a saved run
+        of one point: the offered rate R_l, the estimate of the number of flows and the fluid
+        accounting (as (dims, values, attributes) of the run's dataset)."""
+        observed = self.observe(times, states, params)
+        extra = {
+            "offered_rate": (("time", "link"), observed["offered"],
+                             {"units": "packets/s", "long_name": "rate the router offers, R_l"}),
+            "flow_estimate": (("time", "link"), observed["flow_estimate"],
+                              {"long_name": "the router's estimate of its number of flows"}),
+        }
+        if self.accounting:
+            extra.update({
+                "sent": (("flow",), self.block(states[-1], "sent"), {"units": "packets", "long_name": "sent over the run"}),
+                "arrived": (("link",), self.block(states[-1], "arrived"), {"units": "packets"}),
+                "departed": (("link",), self.block(states[-1], "departed"), {"units": "packets"}),
+            })
+        return observed["rate"], self.block(states, "queue"), extra
+
     # ------------------------------------------------------------------------ equilibrium
     def equilibrium_capacities(self, params, point: int) -> np.ndarray:
         """The link loads the protocol fills at an equilibrium (packets/s)."""
@@ -273,7 +292,7 @@ class ExplicitRateNetwork(DDESystem):
         active = self.layout.equilibrium_flows(at)
         capacity = np.asarray(params.capacity_pps, dtype=np.float64)[point]
         index = np.flatnonzero(active)
-        sub = Network(network.links, tuple(network.flows[i] for i in index))
+        sub = Network(network.links, tuple(network.flows[i] for i in index), network.packet_bytes)
         fair = maxmin(sub, capacities_pps=self.equilibrium_capacities(params, point))
         rates = np.zeros(network.n_flows)
         rates[index] = np.asarray(fair.rates_pps, dtype=np.float64)

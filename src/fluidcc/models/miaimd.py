@@ -41,9 +41,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import units
 from ..dde import DDESystem
 from ..errors import ParameterError, ShapeError
 from ._params import broadcast_batch, require_interval, require_nonnegative, require_positive, require_whole
+from ._spec import ParameterSpec, SingleLinkModel
 
 
 @jax.tree_util.register_dataclass
@@ -252,6 +254,13 @@ class MIAIMD(DDESystem):
         if self.delay_split not in ("forward", "backward"):
             raise ParameterError("delay_split", self.delay_split, "'forward' or 'backward'")
 
+    def observe_run(self, times, windows, params) -> dict:
+        """What a saved run of the first point shows besides its windows (S, N): the load factor
+        at the link over time, eq. (12), as {name: (dims, values, attributes)}."""
+        load = load_factor(times, windows, np.asarray(params.rtt_s)[0], float(np.asarray(params.gamma)[0]),
+                           float(np.asarray(params.capacity_pps)[0]), float(np.asarray(params.initial_window)[0]))
+        return {"load_factor": (("time",), load, {"long_name": "load factor at the link, eq. (12)"})}
+
     def state_size(self, params) -> int:
         return int(np.shape(params.rtt_s)[-1])
 
@@ -301,3 +310,57 @@ class MIAIMD(DDESystem):
     def rates(self, windows, params):
         """Per-flow rates w_i / T_i in packets/s from windows of shape (B, S, N)."""
         return np.asarray(windows) / np.asarray(params.rtt_s)[:, None, :]
+
+
+def load_factor(times, windows, rtts, gamma, capacity_pps, initial_window) -> np.ndarray:
+    """The load factor at the link over a saved run, eq. (12): rho(t) = sum_j [w_j(t - T_j) / T_j] / (gamma C).
+
+    times: save times (S,), seconds; windows: (S, N) windows, packets; rtts: (N,) seconds; the
+    delayed windows are read by interpolating log w on the save grid, `initial_window` before 0.
+    """
+    total = np.zeros_like(times)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for j, rtt in enumerate(rtts):
+            log_w = np.interp(times - rtt, times, np.log(windows[:, j]))
+            delayed = np.where(times - rtt < 0, initial_window, np.exp(log_w))
+            total = total + delayed / rtt
+    return total / (gamma * capacity_pps)
+
+
+def _single_link_aggregate(values):
+    params = aggregate_params(
+        kappa=values["kappa"], alpha=values["alpha"], gamma=values["gamma"],
+        capacity_pps=values["capacity"], rtt_s=values["rtt"], n_flows=values["flows"],
+        initial_window=values["initial_window"],
+    )
+    return MIAIMDAggregate(), params
+
+
+def _single_link_flow(values, rtts):
+    params = flow_params(
+        kappa=values["kappa"], alpha=values["alpha"], gamma=values["gamma"],
+        capacity_pps=values["capacity"], rtt_s=np.asarray(rtts)[None, :],
+        initial_window=values["initial_window"],
+    )
+    return MIAIMD(), params
+
+
+#: MIAIMD as the front ends see it: the aggregate (14) for sweeps, a window per flow for runs.
+SINGLE_LINK = SingleLinkModel(
+    name="miaimd",
+    description="MIAIMD, the fluid model of VCP (VCP paper eqs. (10)-(14)) on one bottleneck",
+    parameters=(
+        ParameterSpec("kappa", "number", 0.25, "MI stability coefficient kappa > 0"),
+        ParameterSpec("alpha", "number", 1.0, "AI parameter alpha >= 0, packets per RTT"),
+        ParameterSpec("gamma", "number", 0.98, "target utilization gamma in (0, 1]"),
+        ParameterSpec("capacity", "rate", units.mbps_to_pps(150.0), "bottleneck capacity C (default 150Mbps)",
+                      "capacity_pps"),
+        ParameterSpec("rtt", "time", 0.08, "round-trip time T (default 80ms)", "rtt_s"),
+        ParameterSpec("flows", "count", 50, "number of flows N", "n_flows"),
+        ParameterSpec("initial_window", "number", 1.0, "each flow's window on [-T, 0], packets"),
+    ),
+    aggregate=_single_link_aggregate,
+    observed="window",
+    observed_unit="packets",
+    flow=_single_link_flow,
+)

@@ -38,6 +38,7 @@ from ..dde import DDESystem
 from ..network import Network
 from ._network import NetworkLayout, active_set_fixed_point, batch_with_arrays, link_capacities
 from ._params import require_interval, require_nonnegative, require_positive
+from ._spec import NetworkModel
 
 
 @jax.tree_util.register_dataclass
@@ -136,6 +137,10 @@ class MIAIMDNetwork(DDESystem):
         """Per-flow rates w_i / T_i (packets/s) from windows of shape (..., N)."""
         return np.asarray(windows) / self.network.rtt_s
 
+    def observe_run(self, times, states, params) -> tuple[np.ndarray, None, dict]:
+        """Per-flow rates (S, N) packets/s over saved states (S, N); MIAIMD has no queue state."""
+        return self.rates(states), None, {}
+
     def equilibrium(self, params, point: int = 0, at: float | None = None) -> dict:
         """The equilibrium of one point of the batch, by Theorem 2's construction and by root finding.
 
@@ -223,3 +228,14 @@ def theorem2_rates(routing, capacity_pps, rtt_s, kappa, alpha, gamma) -> tuple[n
         rates[members] = a[members] * rho[top] / (rho[top] - 1.0)
         free &= ~members
     return rates, (routing @ rates) / target
+
+
+ON_NETWORK = NetworkModel(
+    name="miaimd",
+    description="MIAIMD, VCP paper eq. (16): each flow follows the largest load factor on its path",
+    system=MIAIMDNetwork,
+    params=network_params,
+    parameters=("kappa", "alpha", "gamma", "initial_window"),
+    settle_s=150.0,  # MIAIMD's fairness converges slowly
+    notes={"initial_window": "packets"},
+)

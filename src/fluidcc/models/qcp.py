@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .xcp import EfficiencyLoop, loop_params
+from .xcp import EfficiencyLoop, loop_model, loop_params
 
 
 def aggregate_params(*, capacity_pps, rtt_s, alpha=1.0, beta=1.0, initial_load=0.5, initial_queue=0.0):
@@ -34,3 +34,7 @@ class QCPAggregate(EfficiencyLoop):
 
     queue: str = "projected"
     name = "qcp_aggregate"
+
+
+SINGLE_LINK = loop_model("qcp", "QCP's aggregate loop, QCP paper eq. (19), queue kept >= 0", QCPAggregate(),
+                         aggregate_params, 1.0, 1.0)

@@ -58,6 +58,7 @@ from ..network import Network
 from ._explicit_rate import ExplicitRateNetwork
 from ._network import NetworkLayout, batch_with_arrays, link_capacities
 from ._params import require_interval, require_positive
+from ._spec import NetworkModel
 
 VARIANTS = ("exact", "simplified")
 
@@ -184,3 +185,15 @@ class QCPNetwork(ExplicitRateNetwork):
     def estimate(self, t, rates, offered, previous, params):
         """QCP's count of the flows, N_a per link (eq. (4)'s denominator over d)."""
         return self.flow_count(t, rates, previous, params)
+
+
+ON_NETWORK = NetworkModel(
+    name="qcp",
+    description="QCP, QCP paper eqs. (4), (12): one rate per link from the count of the flows' rates",
+    system=lambda network: QCPNetwork(network, accounting=True),
+    params=network_params,
+    parameters=("alpha", "beta", "control_interval", "initial_rate_fraction"),
+    settle_s=20.0,
+    saves_per_rtt=4,  # flow rates are read from the saved offers one RTT back
+    notes={"control_interval": "s; default: each link's mean RTT"},
+)

@@ -28,6 +28,8 @@ import numpy as np
 from ..dde._system import JAX_OPS, projected_rate
 from ._params import broadcast_batch, require_nonnegative, require_positive, require_whole
 from ._queue import QueueModel
+from ._spec import ParameterSpec, SingleLinkModel
+from .xcp import loop_parameters
 
 
 @jax.tree_util.register_dataclass
@@ -119,3 +121,25 @@ class RCPAggregate(QueueModel):
         rate = np.asarray(params.capacity_pps, dtype=np.float64) / np.asarray(params.n_flows, dtype=np.float64)
         rate = rate.reshape(-1)
         return np.stack([rate, np.zeros_like(rate)], axis=1)
+
+
+def _single_link_aggregate(values):
+    params = aggregate_params(
+        alpha=values["alpha"], beta=values["beta"], capacity_pps=values["capacity"], rtt_s=values["rtt"],
+        n_flows=values["flows"], initial_load=values["initial_load"], initial_queue=values["initial_queue"],
+    )
+    return RCPAggregate(), params
+
+
+SINGLE_LINK = SingleLinkModel(
+    name="rcp",
+    description="RCP's rate update, RCP paper eq. (2), in fluid form on one bottleneck, queue kept >= 0",
+    parameters=loop_parameters(0.1, 1.0)[:4] + (
+        ParameterSpec("flows", "count", 50, "number of flows N", "n_flows"),
+        ParameterSpec("initial_load", "number", 0.5, "N R / C on [-d, 0] (start-up), > 0"),
+        ParameterSpec("initial_queue", "number", 0.0, "queue on [-d, 0], packets"),
+    ),
+    aggregate=_single_link_aggregate,
+    observed="rate",
+    observed_unit="packets/s",
+)

@@ -56,6 +56,7 @@ from ..network import Network
 from ._explicit_rate import ExplicitRateNetwork
 from ._network import NetworkLayout, batch_with_arrays, link_capacities
 from ._params import require_interval, require_positive
+from ._spec import NetworkModel
 
 #: Above this multiple of capacity, the RTT average moves no faster than at this load (see above).
 RTT_AVERAGE_LOAD_CAP = 2.0
@@ -178,3 +179,15 @@ class RCPNetwork(ExplicitRateNetwork):
         weighted = self.network.routing_matrix @ (rates * self.network.rtt_s)
         average = np.where(load > 0, weighted / np.where(load > 0, load, 1.0), self._link_rtt_means())
         return [load, average]
+
+
+ON_NETWORK = NetworkModel(
+    name="rcp",
+    description="RCP, RCP paper eq. (2): one rate per link, flows take the smallest on their path",
+    system=lambda network: RCPNetwork(network, accounting=True),
+    params=network_params,
+    parameters=("alpha", "beta", "rate_interval", "rtt_gain", "initial_rate_fraction"),
+    settle_s=40.0,
+    saves_per_rtt=4,  # flow rates are read from the saved offers one RTT back
+    notes={"rate_interval": "s (tau)"},
+)

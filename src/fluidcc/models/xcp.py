@@ -28,9 +28,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import units
+
 from ..dde._system import projected_rate
 from ._params import broadcast_batch, require_nonnegative, require_positive
 from ._queue import QueueModel
+from ._spec import ParameterSpec, SingleLinkModel
 
 
 @jax.tree_util.register_dataclass
@@ -131,3 +134,33 @@ def theorem_condition(alpha) -> np.ndarray:
     alpha = np.asarray(alpha, dtype=np.float64)
     inside = (alpha > 0) & (alpha < np.pi / (4.0 * np.sqrt(2.0)))
     return np.where(inside, alpha**2 * np.sqrt(2.0), np.nan)
+
+
+def loop_parameters(alpha: float, beta: float) -> tuple[ParameterSpec, ...]:
+    """The user-facing parameters of an aggregate loop with gains (alpha, beta) by default."""
+    return (
+        ParameterSpec("alpha", "number", alpha, "gain on the spare capacity alpha >= 0"),
+        ParameterSpec("beta", "number", beta, "gain on the queue beta >= 0"),
+        ParameterSpec("capacity", "rate", units.mbps_to_pps(150.0), "link capacity C (default 150Mbps)",
+                      "capacity_pps"),
+        ParameterSpec("rtt", "time", 0.08, "round-trip time = control interval d (default 80ms)", "rtt_s"),
+        ParameterSpec("initial_load", "number", 0.5, "aggregate rate / C on [-d, 0] (start-up)"),
+        ParameterSpec("initial_queue", "number", 0.0, "queue on [-d, 0], packets"),
+    )
+
+
+def loop_model(name: str, description: str, system, builder, alpha: float, beta: float) -> SingleLinkModel:
+    """The `SingleLinkModel` of an aggregate loop `system` whose parameters `builder` makes, with
+    gains (alpha, beta) by default; sweeps classify its rate."""
+    def build(values):
+        params = builder(alpha=values["alpha"], beta=values["beta"], capacity_pps=values["capacity"],
+                         rtt_s=values["rtt"], initial_load=values["initial_load"],
+                         initial_queue=values["initial_queue"])
+        return system, params
+
+    return SingleLinkModel(name=name, description=description, parameters=loop_parameters(alpha, beta),
+                           aggregate=build, observed="rate", observed_unit="packets/s")
+
+
+SINGLE_LINK = loop_model("xcp", "XCP's efficiency loop (XCP, SIGCOMM 2002) on one bottleneck, linear queue as in "
+                                "its analysis", XCPAggregate(), aggregate_params, 0.4, 0.226)

@@ -69,6 +69,7 @@ from ..errors import ParameterError, ShapeError
 from ..network import Network
 from ._network import NetworkLayout, active_set_fixed_point, batch_with_arrays, link_capacities
 from ._params import require_nonnegative, require_positive, require_whole
+from ._spec import NetworkModel
 
 VARIANTS = ("xcp", "ixcp")
 
@@ -306,6 +307,11 @@ class XCPNetwork(DDESystem):
         f = self.vector_field(t, x, x_delayed, params)
         return jnp.where(log, f / jnp.where(log, x, 1.0), f)
 
+    def observe_run(self, times, states, params) -> tuple[np.ndarray, np.ndarray, dict]:
+        """Per-flow rates (S, N) and per-link queues (S, L) over saved states (S, n)."""
+        n, links = self.network.n_flows, self.network.n_links
+        return states[:, :n], states[:, n : n + links], {}
+
     def validate(self, params) -> None:
         _check(params)
         self.layout.rtts()
@@ -430,3 +436,13 @@ def two_link_fixed_point(variant: str = "xcp"):
         "limit_utilization": sp.simplify(sp.limit(utilization, n, sp.oo)),
         "symbols": {"n": n, "c_a": c_a, "c_b": c_b, "alpha": alpha, "gamma": gamma},
     }
+
+
+def _on_network(variant: str, description: str) -> NetworkModel:
+    return NetworkModel(name=variant, description=description, system=lambda network: XCPNetwork(network, variant),
+                        params=network_params, parameters=("alpha", "beta", "gamma"), settle_s=30.0)
+
+
+XCP_ON_NETWORK = _on_network("xcp", "XCP, iXCP paper eqs. (1)-(2): efficiency and fairness controllers per link")
+IXCP_ON_NETWORK = _on_network("ixcp", "iXCP, iXCP paper eq. (3): shuffling only among the flows bottlenecked "
+                                      "at the link")

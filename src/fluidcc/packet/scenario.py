@@ -93,7 +93,6 @@ from ..network import Network, _toml_loads
 from ..units import DEFAULT_PACKET_BYTES, parse_rate, parse_time
 from . import workloads as wl
 
-PROTOCOL_NAMES = ("tcp", "rcp", "qcp", "open_loop")
 WORKLOAD_KINDS = ("poisson", "long_lived")
 SIZE_KINDS = ("pareto", "exponential", "fixed", "cdf")
 
@@ -103,10 +102,6 @@ _WORKLOAD_KEYS = {"poisson": ("kind", "load", "sizes", "arrivals", "route", "see
                   "long_lived": ("kind", "count", "start_spread", "route", "seed")}
 _SIZE_KEYS = {"pareto": ("kind", "shape", "mean"), "exponential": ("kind", "mean"), "fixed": ("kind", "packets"),
               "cdf": ("kind", "file", "name", "directory")}
-_PROTOCOL_KEYS = {"tcp": ("name", "initial_window", "min_rto"),
-                  "rcp": ("name", "alpha", "beta", "tau", "rtt_gain", "min_rto"),
-                  "qcp": ("name", "alpha", "beta", "interval", "variant", "min_rto"),
-                  "open_loop": ("name", "kind", "rate")}
 
 #: Files `write_outputs` writes (afct.png only when there are flows of finite size).
 OUTPUT_FILES = ("run.nc", "flows.csv", "summary.json", "afct.png", "link.png")
@@ -237,7 +232,7 @@ class Scenario:
         workload = _workload(data.get("workload", {"kind": "long_lived"}), network, packet_bytes, duration, base)
         if "protocol" not in data:
             raise ParameterError("protocol", MISSING, f'a [protocol] table with name = one of '
-                                 f'{", ".join(PROTOCOL_NAMES)} (required)')
+                                 f'{", ".join(protocol_names())} (required)')
         protocol = _protocol(data["protocol"], packet_bytes)
         return cls(network=network, protocol=protocol, workload=workload, duration_s=duration, seeds=seeds,
                    slot_s=slot, sample_s=sample, packet_bytes=packet_bytes,
@@ -752,50 +747,42 @@ def _sizes(data, packet_bytes: int, base: Path):
 
 
 def _protocol(data, packet_bytes: int):
-    from .protocols import QCP, RCP, TCP, OpenLoop
+    """The packet protocol a [protocol] table names (from the catalogue), set from its own fields."""
+    from ..protocols import get_protocol
+    from .protocols import setting_fields
 
-    name = _tagged(data, "protocol", "name", _PROTOCOL_KEYS,
-                   "a table with name = " + " or ".join(f'"{p}"' for p in PROTOCOL_NAMES), '[protocol] with name = "{}"')
-
-    def number(key):
-        return _number(f"protocol.{key}", data[key], lambda x: True, "a number")
-
+    classes = {name: get_protocol(name).packet_class() for name in protocol_names()}
+    fields_by_name = {name: setting_fields(cls) for name, cls in classes.items()}
+    name = _tagged(data, "protocol", "name", {n: ("name", *(s.key for s in f)) for n, f in fields_by_name.items()},
+                   "a table with name = " + " or ".join(f'"{p}"' for p in classes), '[protocol] with name = "{}"')
     settings: dict[str, Any] = {}
+    for setting in fields_by_name[name]:
+        if setting.key not in data:
+            continue
+        field, value = f"protocol.{setting.key}", data[setting.key]
+        if setting.kind == "time":
+            settings[setting.field] = _time(field, value)
+        elif setting.kind == "rate":
+            if isinstance(value, list) and not setting.per_flow:
+                raise ParameterError(field, value, "one rate (packets/s, or a string with pps, bps, kbps, Mbps, Gbps)")
+            settings[setting.field] = _rates(field, value, packet_bytes)
+        elif setting.kind == "choice":
+            settings[setting.field] = value
+        else:
+            settings[setting.field] = _number(field, value, lambda x: True, "a number")
     with _prefixed("protocol"):
-        if name == "tcp":
-            if "initial_window" in data:
-                settings["initial_window"] = number("initial_window")
-            if "min_rto" in data:
-                settings["min_rto_s"] = _time("protocol.min_rto", data["min_rto"])
-            return TCP(**settings)
-        if name == "rcp":
-            for key in ("alpha", "beta", "rtt_gain"):
-                if key in data:
-                    settings[key] = number(key)
-            if "tau" in data:
-                settings["tau_s"] = _time("protocol.tau", data["tau"])
-            if "min_rto" in data:
-                settings["min_rto_s"] = _time("protocol.min_rto", data["min_rto"])
-            return RCP(**settings)
-        if name == "qcp":
-            for key in ("alpha", "beta"):
-                if key in data:
-                    settings[key] = number(key)
-            if "interval" in data:
-                settings["interval_s"] = _time("protocol.interval", data["interval"])
-            if "variant" in data:
-                settings["variant"] = data["variant"]
-            if "min_rto" in data:
-                settings["min_rto_s"] = _time("protocol.min_rto", data["min_rto"])
-            return QCP(**settings)
-        if "kind" in data:
-            settings["kind"] = data["kind"]
-        if "rate" in data:
-            settings["rate_pps"] = _rates(data["rate"], packet_bytes)
-        return OpenLoop(**settings)
+        return classes[name](**settings)
 
 
-def _rates(value, packet_bytes: int):
+def protocol_names() -> tuple[str, ...]:
+    """The protocols a scenario may name: those of the catalogue with a packet-level class."""
+    from ..protocols import names
+
+    return names("packet")
+
+
+def _rates(field: str, value, packet_bytes: int):
+    """A rate, or a tuple of one rate per flow from a list, in packets/s."""
     def one(field, v):
         if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
             raise ParameterError(field, v, 'a rate: packets/s, or a string with pps, bps, kbps, Mbps, Gbps')
@@ -803,9 +790,9 @@ def _rates(value, packet_bytes: int):
 
     if isinstance(value, list):
         if not value:
-            raise ParameterError("protocol.rate", value, "a rate, or a non-empty list of one rate per flow")
-        return tuple(one(f"protocol.rate[{k}]", v) for k, v in enumerate(value))
-    return one("protocol.rate", value)
+            raise ParameterError(field, value, "a rate, or a non-empty list of one rate per flow")
+        return tuple(one(f"{field}[{k}]", v) for k, v in enumerate(value))
+    return one(field, value)
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -905,4 +892,4 @@ def toml_text(data: Mapping[str, Any]) -> str:
 
 
 __all__ = ["Scenario", "WorkloadSpec", "run_scenario", "write_outputs", "flow_frame", "summarize", "afct_figure",
-           "link_figure", "bottleneck", "toml_text", "PROTOCOL_NAMES", "WORKLOAD_KINDS", "SIZE_KINDS", "OUTPUT_FILES"]
+           "link_figure", "bottleneck", "toml_text", "protocol_names", "WORKLOAD_KINDS", "SIZE_KINDS", "OUTPUT_FILES"]

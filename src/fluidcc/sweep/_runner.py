@@ -23,7 +23,7 @@ from .._version import __version__
 from ..dde import solve
 from ..dde._solve import require_linear_form
 from ..errors import ParameterError
-from ..models import get_model
+from ..protocols import single_link_model
 from ..stability.classify import BEHAVIOUR_NAMES, Behaviour, Thresholds, classify
 from ._spec import SweepSpec
 
@@ -49,7 +49,7 @@ def run_sweep(
     smooth: simulate the model's smooth form (`linearizable()`: without the projection of the
     queue at 0), the nonlinear model that linear analysis linearizes.
     """
-    entry = get_model(spec.model)
+    entry = single_link_model(spec.model)
     values = spec.values()
     # Validate the whole grid before any work, so bad input fails at once.
     system, params = entry.aggregate(values)
@@ -153,7 +153,7 @@ def _simulate_and_classify(spec, system, params, delay, equilibrium, horizon_rtt
 
 
 def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Thresholds, command: str) -> xr.Dataset:
-    entry = get_model(spec.model)
+    entry = single_link_model(spec.model)
     dims = tuple(a.name for a in spec.axes)
     coords = {}
     for axis in spec.axes:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import ParameterError
-from ..models import get_model
+from ..protocols import single_link_model
 
 GRID_FORMAT = "NAME=START:STOP:COUNT[:log] or NAME=V1,V2,... (units allowed, e.g. rtt=10ms:1s:64:log)"
 
@@ -29,7 +29,7 @@ class GridAxis:
 
 def parse_grid(model: str, text: str) -> GridAxis:
     """Read a `--grid` argument: ``kappa=0.05:2:64``, ``rtt=10ms:1s:32:log`` or ``flows=10,50,100``."""
-    entry = get_model(model)
+    entry = single_link_model(model)
     if "=" not in text:
         raise ParameterError("--grid", text, GRID_FORMAT)
     name, _, body = text.partition("=")
@@ -78,7 +78,7 @@ def parse_set(model: str, text: str) -> tuple[str, str]:
     if "=" not in text:
         raise ParameterError("--set", text, "NAME=VALUE, e.g. kappa=0.25 or capacity=150Mbps")
     name, _, value = text.partition("=")
-    get_model(model).parameter(name.strip())
+    single_link_model(model).parameter(name.strip())
     if not value.strip():
         raise ParameterError(f"--set {name.strip()}", value, "a value")
     return name.strip(), value.strip()
@@ -139,7 +139,7 @@ class SweepSpec:
 
     def values(self) -> dict[str, np.ndarray]:
         """Every parameter of the model as a flat array over the grid (C order), SI units."""
-        entry = get_model(self.model)
+        entry = single_link_model(self.model)
         grids = np.meshgrid(*[np.asarray(a.values) for a in self.axes], indexing="ij")
         values = {name: np.full(self.size, value) for name, value in entry.defaults().items()}
         values.update({name: np.full(self.size, value) for name, value in self.fixed.items()})

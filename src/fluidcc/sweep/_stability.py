@@ -25,7 +25,7 @@ import xarray as xr
 
 from .._version import __version__
 from ..errors import ParameterError
-from ..models import get_model
+from ..protocols import single_link_model
 from ..stability.classify import Behaviour, Thresholds
 from ..stability.linearize import linear_roots
 from ._runner import run_sweep
@@ -49,7 +49,7 @@ def linear_map(
     Returns abscissa (1/s), frequency (|Im| of the rightmost root, rad/s), stable (bool),
     converged (bool), nodes (Chebyshev nodes used) and equilibrium_residual (1/s).
     """
-    entry = get_model(spec.model)
+    entry = single_link_model(spec.model)
     values = spec.values()
     entry.aggregate(values)  # validate the whole grid first
     out = {name: [] for name in ("abscissa", "frequency", "stable", "converged", "nodes", "equilibrium_residual")}
@@ -104,7 +104,7 @@ def run_stability(
     """
     if method not in METHODS:
         raise ParameterError("--method", method, f"one of {', '.join(METHODS)}")
-    entry = get_model(spec.model)
+    entry = single_link_model(spec.model)
     dims = tuple(a.name for a in spec.axes)
     coords = {a.name: (a.name, np.asarray(a.values), {"units": entry.parameter(a.name).unit, "grid": a.text})
               for a in spec.axes}
@@ -206,7 +206,7 @@ def analytic_boundary(spec: SweepSpec, *, max_lines: int = 40) -> dict[str, tupl
 
     if len(spec.axes) != 2:
         return {}
-    entry = get_model(spec.model)
+    entry = single_link_model(spec.model)
     values = spec.values()
     system, params = entry.aggregate({n: v[:1] for n, v in values.items()})
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 
@@ -12,58 +11,15 @@ import xarray as xr
 from ..dde import solve
 from ..errors import ParameterError
 from ..maxmin import maxmin_at
-from ..models import miaimd_network, qcp_network, rcp_network, xcp_network
 from ..network import Network
-from ._simulate import _provenance
-
-NETWORK_MODELS = ("xcp", "ixcp", "miaimd", "rcp", "qcp")
-
-#: The scalar parameters a user sets for each network model (the rest come from the network).
-_USER_PARAMETERS = {
-    "xcp": ("alpha", "beta", "gamma"),
-    "ixcp": ("alpha", "beta", "gamma"),
-    "miaimd": ("kappa", "alpha", "gamma", "initial_window"),
-    "rcp": ("alpha", "beta", "rate_interval", "rtt_gain", "initial_rate_fraction"),
-    "qcp": ("alpha", "beta", "control_interval", "initial_rate_fraction"),
-}
-
-_BUILDERS = {"xcp": xcp_network.network_params, "ixcp": xcp_network.network_params,
-             "miaimd": miaimd_network.network_params, "rcp": rcp_network.network_params,
-             "qcp": qcp_network.network_params}
-
-
-def _builder(model: str):
-    return _BUILDERS[model]
-
-
-#: Parameters each network model takes (SI units) and their defaults, read from the models' own
-#: `network_params`, so the two cannot disagree.
-NETWORK_DEFAULTS = {
-    model: {name: inspect.signature(_builder(model)).parameters[name].default for name in names}
-    for model, names in _USER_PARAMETERS.items()
-}
-
-#: Default horizon after the last start or stop (seconds): MIAIMD's fairness converges slowly.
-SETTLE_S = {"xcp": 30.0, "ixcp": 30.0, "miaimd": 150.0, "rcp": 40.0, "qcp": 20.0}
+from ..protocols import network_model as network_model_of
+from ._provenance import provenance
 
 
 def network_model(model: str, network: Network, values: dict[str, float] | None = None):
-    """(system, params) of a network model with parameters `values` (SI; defaults for the rest)."""
-    if model not in NETWORK_MODELS:
-        raise ParameterError("model", model, f"a model with a network form: {', '.join(NETWORK_MODELS)}")
-    merged = dict(NETWORK_DEFAULTS[model])
-    for name, value in (values or {}).items():
-        if name not in merged:
-            raise ParameterError("parameter", name, f"a parameter of {model} on a network: {', '.join(merged)}")
-        merged[name] = float(value)
-    params = _builder(model)(network, **merged)
-    if model == "miaimd":
-        return miaimd_network.MIAIMDNetwork(network), params, merged
-    if model == "rcp":
-        return rcp_network.RCPNetwork(network, accounting=True), params, merged
-    if model == "qcp":
-        return qcp_network.QCPNetwork(network, accounting=True), params, merged
-    return xcp_network.XCPNetwork(network, model), params, merged
+    """(system, params, merged values) of protocol `model`'s fluid model on `network`, with
+    parameters `values` (SI; the model's defaults for the rest)."""
+    return network_model_of(model).build(network, values)
 
 
 def simulate_network(
@@ -76,12 +32,14 @@ def simulate_network(
     steps_per_delay: int = 32,
     command: str = "",
 ) -> xr.Dataset:
-    """Integrate `model` ("xcp", "ixcp", "miaimd", "rcp" or "qcp") on `network` and compare with max-min.
+    """Integrate protocol `model`'s fluid model on `network` (any protocol of
+    `fluidcc.protocols.names("network")`) and compare with max-min.
 
-    values: model parameters in SI units (see NETWORK_DEFAULTS). duration_s: horizon (default:
-    SETTLE_S after the last start or stop). save_step_s: spacing of saved times (default: the
-    smallest RTT, a quarter of it for RCP and QCP, whose flow rates are read from the saved
-    offers one RTT back; at most 2000 saves). Returns, over time and per flow: rate (packets/s;
+    values: model parameters in SI units (`fluidcc.protocols.network_model(model).defaults()`).
+    duration_s: horizon (default: the model's `settle_s` after the last start or stop).
+    save_step_s: spacing of saved times (default: the smallest RTT over the model's
+    `saves_per_rtt`, e.g. a quarter of it for RCP and QCP, whose flow rates are read from the
+    saved offers one RTT back; at most 2000 saves). Returns, over time and per flow: rate (packets/s;
     0 while a flow does not send), maxmin_rate (the max-min allocation of the flows active at
     that time) and their ratio; per link: load (packets/s) and utilization, the queue (packets)
     for all but MIAIMD, and for RCP and QCP the rate each router offers (packets/s), its estimate
@@ -89,41 +47,21 @@ def simulate_network(
     (packets sent per flow, arrived and departed per link, over the run); per flow: the model's
     equilibrium of the last phase, solved from its fluid equations.
     """
-    system, params, merged = network_model(model, network, values)
+    entry = network_model_of(model)
+    system, params, merged = entry.build(network, values)
     events = [t for t in (*network.start_s, *network.stop_s) if math.isfinite(t)]
-    duration = float(duration_s) if duration_s is not None else max(events, default=0.0) + SETTLE_S[model]
+    duration = float(duration_s) if duration_s is not None else max(events, default=0.0) + entry.settle_s
     if not (math.isfinite(duration) and duration > 0):
-        raise ParameterError("duration", duration_s, "a horizon > 0 s")
+        raise ParameterError("duration_s", duration_s, "a horizon > 0 s")
     rtt = network.rtt_s
-    explicit_rate = model in ("rcp", "qcp")
-    finest = float(np.min(rtt)) / (4.0 if explicit_rate else 1.0)
+    finest = float(np.min(rtt)) / entry.saves_per_rtt
     step = float(save_step_s) if save_step_s is not None else max(finest, duration / 2000.0)
     if not (math.isfinite(step) and step > 0):
-        raise ParameterError("save_step", save_step_s, "a spacing > 0 s")
+        raise ParameterError("save_step_s", save_step_s, "a spacing > 0 s")
     times = np.arange(int(np.floor(duration / step + 1e-9)) + 1) * step
     solution = solve(system, params, duration, times, steps_per_delay=steps_per_delay)
-    state = solution.ys[0]
-    n, L = network.n_flows, network.n_links
     active = np.stack([network.active(t) for t in times])
-    extra = {}
-    if model == "miaimd":
-        rates = system.rates(state)
-        queues = None
-    elif explicit_rate:
-        observed = system.observe(times, state, params)
-        rates, queues = observed["rate"], system.block(state, "queue")
-        extra = {
-            "offered_rate": (("time", "link"), observed["offered"],
-                             {"units": "packets/s", "long_name": "rate the router offers, R_l"}),
-            "flow_estimate": (("time", "link"), observed["flow_estimate"],
-                              {"long_name": "the router's estimate of its number of flows"}),
-            "sent": (("flow",), system.block(state[-1], "sent"), {"units": "packets", "long_name": "sent over the run"}),
-            "arrived": (("link",), system.block(state[-1], "arrived"), {"units": "packets"}),
-            "departed": (("link",), system.block(state[-1], "departed"), {"units": "packets"}),
-        }
-    else:
-        rates = state[:, :n]
-        queues = state[:, n : n + L]
+    rates, queues, extra = system.observe_run(times, solution.ys[0], params)
     rates = np.where(active, rates, 0.0)
     fair = _maxmin_over_time(network, times)
     load = rates @ network.routing_matrix.T
@@ -143,10 +81,11 @@ def simulate_network(
     if queues is not None:
         data["queue"] = (("time", "link"), queues, {"units": "packets"})
     data.update(extra)
-    attrs = _provenance(model, merged, solution, None, command)
+    attrs = provenance(model, merged, solution, None, command)
     attrs.update({
         "title": f"fluidcc simulation of {model} on a network",
         "network": json.dumps(network.to_dict()),
+        "packet_bytes": network.packet_bytes,
         "equilibrium_residual": float(equilibrium["residual"]),
     })
     coords = {
