@@ -252,7 +252,7 @@ def _simulate_on_network(model, network_file, sets, rtts, duration, saves_per_rt
               help="Per-point tolerance: points are refined until the error estimate is below it (0 turns refinement off).")
 @click.option("--max-steps-per-delay", default=256, show_default=True, type=int, help="Finest resolution allowed.")
 @click.option("--max-horizon-rtts", default=None, type=float,
-              help="Points still in their start-up transient are integrated again over 4x the horizon, up to "
+              help="Points still in their start-up transient, or converging, are integrated again over 4x the horizon, up to "
                    "this many RTTs [default: 8 x --horizon-rtts].")
 @click.option("--solver", default="auto", show_default=True, type=click.Choice(["auto", "rk4", "chebyshev"]),
               help="rk4, or chebyshev (exponential Chebyshev method of steps, for miaimd: faster at tight "
@@ -285,6 +285,8 @@ def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_del
     sweep_heatmap(dataset, figure_path)
     counts = {name: int((dataset["behaviour"].values == code).sum()) for code, name in enumerate(BEHAVIOUR_NAMES)}
     click.echo(", ".join(f"{name}: {count}" for name, count in counts.items()))
+    click.echo(f"{dataset.attrs['points_integrated_longer']} points were integrated again over a longer horizon "
+               f"(transient or converging at {spec.horizon_rtts:g} RTTs; up to {spec.horizon_limit_rtts:g})")
     click.echo(f"wrote {out_dir / 'sweep.nc'} and {figure_path}")
 
 
@@ -306,7 +308,7 @@ def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_del
               help="Per-point simulation tolerance (0 turns refinement off).")
 @click.option("--max-steps-per-delay", default=256, show_default=True, type=int, help="Finest simulation resolution.")
 @click.option("--max-horizon-rtts", default=None, type=float,
-              help="Points still in their start-up transient are integrated again over 4x the horizon, up to "
+              help="Points still in their start-up transient, or converging, are integrated again over 4x the horizon, up to "
                    "this many RTTs [default: 8 x --horizon-rtts].")
 @click.option("--out", default="fluidcc-out/stability", show_default=True, type=click.Path(file_okay=False),
               help="Output folder: stability.nc (NetCDF dataset) and stability.png.")

@@ -72,6 +72,21 @@ def test_points_in_their_start_up_transient_get_a_longer_horizon():
         SweepSpec(model="miaimd", axes=axes, horizon_rtts=250, max_horizon_rtts=100)
 
 
+def test_converging_points_get_a_longer_horizon_and_are_counted():
+    # At T = 0.3 s, kappa = 1.5 and 1.55 (just inside MIAIMD's linear region) the approach ends in
+    # the last fifth of 250 RTTs: a longer horizon shows them settle, as the points beside them do.
+    axes = (parse_grid("miaimd", "kappa=1.5,1.55,1.6"), parse_grid("miaimd", "rtt=300ms"))
+    short = run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=250, max_horizon_rtts=250))
+    assert short["behaviour"].values[:, 0].tolist() == [Behaviour.CONVERGING, Behaviour.CONVERGING,
+                                                         Behaviour.OSCILLATING]
+    assert short.attrs["points_integrated_longer"] == 0
+    extended = run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=250))
+    assert extended["behaviour"].values[:, 0].tolist() == [Behaviour.CONVERGED, Behaviour.CONVERGED,
+                                                            Behaviour.OSCILLATING]
+    assert extended["horizon_rtts"].values[:, 0].tolist() == [1000, 1000, 250]
+    assert extended.attrs["points_integrated_longer"] == 2
+
+
 def test_chebyshev_solver_gives_the_rk4_verdicts():
     axes = (parse_grid("miaimd", "kappa=0.2:2.4:6"), parse_grid("miaimd", "rtt=20ms:400ms:4:log"))
     rk4 = run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=120, solver="rk4"))

@@ -30,6 +30,9 @@ from ._spec import SweepSpec
 #: Parameter points per stored chunk (each chunk is solved, classified and written at once).
 DEFAULT_CHUNK_POINTS = 2048
 
+#: Behaviours that a longer horizon may change, so points with them are integrated again.
+HORIZON_BOUND = (int(Behaviour.TRANSIENT), int(Behaviour.CONVERGING))
+
 _FIELDS = ("behaviour", "amplitude", "period", "deviation", "final", "equilibrium", "status",
            "steps_per_delay", "error_estimate", "horizon_rtts")
 
@@ -110,10 +113,12 @@ def _solve_chunk(spec: SweepSpec, entry, values, thresholds, smooth=False):
     size = len(delay)
     result = _simulate_and_classify(spec, system, params, delay, equilibrium, spec.horizon_rtts, thresholds, observed)
     horizon = np.full(size, spec.horizon_rtts)
-    # Points still in their start-up transient: integrate again over a longer horizon.
+    # Points whose verdict the horizon decides: still in their start-up transient, or converging
+    # (the approach ends inside the last fifth of the horizon, so whether they settle or keep a
+    # small oscillation is not seen yet): integrate again over a longer horizon.
     longer = spec.horizon_rtts
     while longer * 4 <= spec.horizon_limit_rtts:
-        pending = np.flatnonzero(result["behaviour"] == Behaviour.TRANSIENT)
+        pending = np.flatnonzero(np.isin(result["behaviour"], HORIZON_BOUND))
         if pending.size == 0:
             break
         longer *= 4
@@ -182,7 +187,8 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
         }),
         "steps_per_delay": grid("steps_per_delay") + ({"long_name": "RK4 steps per delay used (NaN with the chebyshev solver)"},),
         "error_estimate": grid("error_estimate") + ({"long_name": "estimated max relative solver error"},),
-        "horizon_rtts": grid("horizon_rtts") + ({"long_name": "integration horizon used (longer for start-up transients)",
+        "horizon_rtts": grid("horizon_rtts") + ({"long_name": "integration horizon used (longer for transient and "
+                                                              "converging points)",
                                                  "units": f"multiples of {entry.delay_parameter}"},),
     }
     fixed = {name: value for name, value in entry.defaults().items() if name not in dims}
@@ -198,6 +204,7 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
         "fixed_parameters_si": json.dumps(fixed, sort_keys=True),
         "horizon_rtts_first": spec.horizon_rtts,
         "horizon_rtts_limit": spec.horizon_limit_rtts,
+        "points_integrated_longer": int(np.sum(flat["horizon_rtts"] > spec.horizon_rtts)),
         "saves_per_rtt": spec.saves_per_rtt,
         "observed_state": entry.observed,
         "solver": spec.solver,
