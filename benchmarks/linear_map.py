@@ -23,8 +23,7 @@ import time
 
 import numpy as np
 
-from fluidcc.cli import DEFAULT_STABILITY_GRID
-from fluidcc.models import get_model
+from fluidcc.protocols import get_protocol, names, single_link_model
 from fluidcc.stability.linear import lambert_w_roots
 from fluidcc.stability.linearize import linear_roots
 from fluidcc.sweep import SweepSpec, linear_map, parse_grid
@@ -32,13 +31,13 @@ from fluidcc.sweep import SweepSpec, linear_map, parse_grid
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="miaimd", choices=sorted(DEFAULT_STABILITY_GRID))
+    parser.add_argument("--model", default="miaimd", choices=sorted(n for n in names('single_link') if get_protocol(n).stability_plane))
     parser.add_argument("--points", type=int, default=200, help="grid points per axis")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
     texts = []
-    for text in DEFAULT_STABILITY_GRID[args.model]:
+    for text in get_protocol(args.model).stability_plane:
         name, _, rest = text.partition("=")
         parts = rest.split(":")
         parts[2] = str(args.points)
@@ -58,7 +57,7 @@ def main() -> None:
     print(f"resolved {int(result['converged'].sum())}/{spec.size}; stable {int(result['stable'].sum())}; "
           f"Chebyshev nodes used: {dict(zip(*np.unique(result['nodes'], return_counts=True)))}")
     if args.model == "miaimd":
-        entry = get_model(args.model)
+        entry = single_link_model(args.model)
         system, params = entry.aggregate(spec.values())
         lin, roots = linear_roots(system, params)
         exact = lambert_w_roots(lin.a0[:, 0, 0], lin.a_delayed[:, 0, 0, 0], lin.delays[:, 0], branches=[0])[:, 0]

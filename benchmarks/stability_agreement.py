@@ -21,7 +21,7 @@ import json
 import time
 from pathlib import Path
 
-from fluidcc.cli import DEFAULT_STABILITY_GRID
+from fluidcc.protocols import get_protocol
 from fluidcc.plotting import stability_figure
 from fluidcc.sweep import SweepSpec, analytic_boundary, parse_grid, run_stability
 
@@ -37,7 +37,7 @@ def main() -> None:
     summary = {}
     for model in args.models.split(","):
         texts = []
-        for text in DEFAULT_STABILITY_GRID[model]:
+        for text in get_protocol(model).stability_plane:
             name, _, rest = text.partition("=")
             parts = rest.split(":")
             parts[2] = str(args.points)

@@ -90,7 +90,8 @@ CELLS = [
         from IPython.display import Markdown, display
 
         from fluidcc.dde import solve
-        from fluidcc.models import MIAIMDAggregate, QCPAggregate, RCPAggregate, XCPAggregate, get_model
+        from fluidcc.models import MIAIMDAggregate, QCPAggregate, RCPAggregate, XCPAggregate
+        from fluidcc.protocols import single_link_model
         from fluidcc.models import miaimd, qcp, rcp, xcp
         from fluidcc.plotting import stability_figure
         from fluidcc.stability import BEHAVIOUR_NAMES, classify, symbolic
@@ -306,7 +307,7 @@ CELLS = [
             fig = stability_figure(ds, curves=boundary_curves(spec))
             fig.set_size_inches(4.4 * len(map_axes(fig, ds)), 3.8)
             mark_gain_plane(fig, ds, [name], theorem=(name == "XCP"))
-            fig.suptitle(f"{name}: {get_model(model).description}", fontsize=9)
+            fig.suptitle(f"{name}: {single_link_model(model).description}", fontsize=9)
             plt.show()
             print(name, {k: (round(v, 4) if isinstance(v, float) else v) for k, v in ds.attrs.items()
                          if k.startswith(("agreement", "projection", "points"))})
@@ -390,7 +391,7 @@ CELLS = [
         KAPPA_GRID = "0.05:3"
         P_LINEAR = (1.0, 1e4)     # per-flow BDP range of the linear map, packets
         P_SIM = (1.0, 200.0)      # per-flow BDP range of the simulated map, packets
-        GAMMA = get_model("miaimd").defaults()["gamma"]
+        GAMMA = single_link_model("miaimd").defaults()["gamma"]
         VCP_KAPPA, VCP_P = 0.25, CAPACITY_PPS * RTT_S / N_FLOWS
         kappa_max = float(KAPPA_GRID.split(":")[1])
         startup_exponent = kappa_max * (GAMMA * P_SIM[1] - 1)
@@ -503,7 +504,7 @@ CELLS = [
         runs, rows = {}, []
         for name, (model, system, params) in PAPER_POINTS.items():
             _, roots = linear_roots(system, params)
-            observed = get_model(model).observed
+            observed = single_link_model(model).observed
             smooth = system.linearizable()
             runs[name] = {"model": run_point(system, params, observed)}
             if smooth != system:
@@ -538,7 +539,7 @@ CELLS = [
         }
         for name, params in high_start.items():
             model, system, _ = PAPER_POINTS[name]
-            runs[name]["high start"] = run_point(system, params, get_model(model).observed)
+            runs[name]["high start"] = run_point(system, params, single_link_model(model).observed)
 
 
         def rate_and_queue(name, form):
