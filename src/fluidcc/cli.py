@@ -419,11 +419,10 @@ def maxmin_command(network_file, at, exact, out) -> None:
                    "link.png (utilization and queue over time).")
 def packet_command(scenario_file, out) -> None:
     """Packet-level simulation of SCENARIO.toml: a network (file or inline), a workload (Poisson
-    arrivals at a load, or long-lived flows), a protocol (tcp, rcp, open_loop), a duration and
-    seeds (one run per seed, simulated as one batch). The file format is documented in
-    `fluidcc.packet.scenario`. Times accept s, ms, us (bare numbers are seconds); sizes are packets."""
-    import json
-
+    arrivals at a load, or long-lived flows), a protocol (any with a packet-level model: `fluidcc
+    models` lists them and their settings), a duration and seeds (one run per seed, simulated as one
+    batch). The file format is documented in `fluidcc.packet.scenario`. Times accept s, ms, us (bare
+    numbers are seconds); sizes are packets."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from .packet.scenario import Scenario, run_scenario, write_outputs
@@ -445,11 +444,10 @@ def packet_command(scenario_file, out) -> None:
             dataset = run_scenario(scenario, progress=phase)
             dataset.attrs["command"] = _command_line()
             phase("outputs")
-            paths = write_outputs(dataset, scenario, out_dir)
+            paths, summary = write_outputs(dataset, scenario, out_dir)
             bar.update(current[-1], total=1, completed=1)
     except FluidccError as error:
         _fail(error)
-    summary = json.loads((out_dir / "summary.json").read_text())
 
     def number(value, form):
         return "-" if value is None else format(value, form)

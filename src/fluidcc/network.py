@@ -336,7 +336,7 @@ class Network:
         suffix = path.suffix.lower()
         try:
             if suffix == ".toml":
-                data = _toml_loads(path.read_text())
+                data = toml_loads(path.read_text())
             elif suffix == ".json":
                 data = json.loads(path.read_text())
             else:
@@ -458,7 +458,8 @@ def _flows_from(entry, i: int, packet_bytes: int) -> list[Flow]:
     return [Flow(name=f"{name}[{k}]", **common) for k in range(count)]
 
 
-def _toml_loads(text: str) -> Any:
+def toml_loads(text: str) -> Any:
+    """Parse TOML text (tomllib, or tomli before Python 3.11); a syntax error is a ValueError."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10

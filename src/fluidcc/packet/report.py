@@ -1,0 +1,300 @@
+"""What a packet scenario's run becomes: the per-flow table, the summary, the files and figures."""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+#: Files `write_outputs` writes (afct.png only when there are flows of finite size).
+OUTPUT_FILES = ("run.nc", "flows.csv", "summary.json", "afct.png", "link.png")
+
+
+class Outputs(NamedTuple):
+    """What `write_outputs` wrote (paths) and the summary it wrote to summary.json."""
+
+    paths: list[Path]
+    summary: dict
+
+
+def flow_frame(dataset):
+    """One row per flow and run (padding left out), as a pandas DataFrame.
+
+    Columns: run, seed, flow, route (the network flow's name), start_s, size_packets (inf:
+    long-lived), fct_s (NaN: unfinished), sent, delivered, dropped, received, duplicates (packets),
+    and for Poisson workloads slowdown (fct / processor-sharing fct, `metrics.slowdown`, with the
+    dataset's offered_load, bottleneck_capacity_pps and rtpd_s).
+    """
+    import pandas as pd
+
+    from . import metrics
+
+    names = json.loads(dataset.attrs["flow_names"])
+    route = dataset["route_index"].values
+    real = route >= 0
+    runs, flows = np.nonzero(real)
+    frame = pd.DataFrame({
+        "run": runs, "seed": dataset["seed"].values[runs], "flow": dataset["flow"].values[flows],
+        "route": [names[i] for i in route[real]],
+        "start_s": dataset["start"].values[real], "size_packets": dataset["size"].values[real],
+        "fct_s": dataset["fct"].values[real],
+    })
+    for name in ("sent", "delivered", "dropped", "received", "duplicates"):
+        frame[name] = dataset[name].values[real]
+    reference = _reference(dataset)
+    if reference is not None:
+        size = frame["size_packets"].to_numpy()
+        value = np.full(len(frame), np.nan)
+        finite = np.isfinite(size)
+        if finite.any():
+            value[finite] = metrics.slowdown(frame["fct_s"].to_numpy()[finite], size[finite], *reference)
+        frame["slowdown"] = value
+    return frame
+
+
+def summarize(dataset) -> dict:
+    """Headline numbers per run and over the runs, as a JSON-ready dict (NaN becomes None).
+
+    Per run: seed; flows (of finite size), finished, unfinished, long_lived; afct_s; per link
+    utilization (packets the link sent on over the sampled time / (capacity x that time)),
+    mean_queue_packets and link_drop_rate (dropped / offered at the link); drop_rate (the flows'
+    dropped / sent); late_batches (must be 0); for long-lived flows mean_throughput_pps and
+    jain_fairness (goodput: packets received in order, once, / time between start and stop or the end); for Poisson workloads
+    mean_slowdown, sample_load (the sizes that arrived / (capacity x arrival window)) and
+    afct_by_size (`metrics.afct_by_size` with the M/G/1-PS reference ps_afct_s, and
+    sample_ps_afct_s: the mean `metrics.ps_fct_of` of the run's own arrivals over the same
+    finished flows). "mean": the runs' numbers averaged; its afct_by_size pools the runs' flows.
+    """
+    from . import metrics
+
+    reference = _reference(dataset)
+    links = [str(name) for name in dataset["link"].values]
+    capacities = np.array([link["capacity"] for link in json.loads(dataset.attrs["network"])["links"]])
+    interval = float(dataset["sample_time"].values[0])
+    sampled = interval * dataset.sizes["sample"]
+    end = float(dataset.attrs["duration_s"])
+    runs, pooled = [], {"size": [], "fct": [], "sample_ps": []}
+    for r in range(dataset.sizes["run"]):
+        real = dataset["route_index"].values[r] >= 0
+        start, size = dataset["start"].values[r][real], dataset["size"].values[r][real]
+        fct, received = dataset["fct"].values[r][real], dataset["received"].values[r][real].astype(float)
+        stop = dataset["stop"].values[r][real] if "stop" in dataset else np.full(start.shape, np.inf)
+        finite = np.isfinite(size)
+        finished = finite & np.isfinite(fct)
+        served = dataset["served"].values[r].sum(axis=0)
+        accepted = dataset["link_accepted"].values[r].astype(float)
+        link_dropped = dataset["link_dropped"].values[r].astype(float)
+        sent = float(dataset["sent"].values[r][real].sum())
+        row: dict[str, Any] = {
+            "run": r, "seed": int(dataset["seed"].values[r]),
+            "flows": int(finite.sum()), "finished": int(finished.sum()), "unfinished": int((finite & ~finished).sum()),
+            "long_lived": int((~finite).sum()),
+            "afct_s": float(np.mean(fct[finished])) if finished.any() else math.nan,
+            "utilization": dict(zip(links, (served / (capacities * sampled)).tolist())),
+            "mean_queue_packets": dict(zip(links, dataset["queue_mean"].values[r].tolist())),
+            "link_drop_rate": dict(zip(links, np.divide(link_dropped, accepted + link_dropped,
+                                                        out=np.zeros_like(accepted),
+                                                        where=accepted + link_dropped > 0).tolist())),
+            "drop_rate": float(dataset["dropped"].values[r][real].sum()) / sent if sent > 0 else 0.0,
+            "late_batches": int(dataset["late"].values[r]),
+        }
+        if (~finite).any():
+            until = np.minimum(np.where(np.isfinite(stop), stop, end), end)[~finite]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                throughput = received[~finite] / (until - start[~finite])  # goodput: in order, once
+            throughput = throughput[np.isfinite(throughput)]
+            row["mean_throughput_pps"] = float(np.mean(throughput)) if throughput.size else math.nan
+            row["jain_fairness"] = (float(metrics.jain_fairness(throughput))
+                                    if throughput.size and np.any(throughput > 0) else math.nan)
+        if reference is not None and finite.any():
+            capacity, load, rtpd = reference
+            row["mean_slowdown"] = metrics.summary(start[finite], start[finite] + fct[finite], size[finite],
+                                                   received[finite], end_s=end, capacity_pps=capacity, load=load,
+                                                   rtpd_s=rtpd)["mean_slowdown"]
+            window = float(dataset.attrs.get("arrival_window_s", end))
+            row["sample_load"] = float(size[finite].sum() / (capacity * window))
+            sample_ps = np.where(finished[finite], metrics.ps_fct_of(start[finite], size[finite], capacity, rtpd),
+                                 np.nan)
+            row["afct_by_size"] = _bins(size[finite], fct[finite], sample_ps, reference)
+            pooled["size"].append(size[finite])
+            pooled["fct"].append(fct[finite])
+            pooled["sample_ps"].append(sample_ps)
+        runs.append(row)
+    mean = _mean_of(runs)
+    if pooled["size"]:
+        mean["afct_by_size"] = _bins(*(np.concatenate(pooled[k]) for k in ("size", "fct", "sample_ps")), reference)
+    attrs = dataset.attrs
+    return _json_ready({
+        "protocol": attrs.get("protocol"), "protocol_settings": json.loads(attrs.get("protocol_settings", "{}")),
+        "workload_kind": attrs.get("workload_kind"), "workload_route": attrs.get("workload_route"),
+        "bottleneck_link": attrs.get("bottleneck_link"),
+        "bottleneck_capacity_pps": attrs.get("bottleneck_capacity_pps"), "offered_load": attrs.get("offered_load"),
+        "rtpd_s": attrs.get("rtpd_s"), "duration_s": end, "slot_s": attrs.get("slot_s"),
+        "sample_interval_s": interval, "seeds": [int(s) for s in dataset["seed"].values],
+        "scenario_file": attrs.get("scenario_file"), "command": attrs.get("command"),
+        "fluidcc_version": attrs.get("fluidcc_version"), "created": attrs.get("created"),
+        "runs": runs, "mean": mean,
+    })
+
+
+def write_outputs(dataset, scenario, out_dir: str | Path) -> Outputs:
+    """Write a `run_scenario` dataset to `out_dir` (created): run.nc (the dataset, NetCDF 3),
+    flows.csv (`flow_frame`), summary.json (`summarize`), afct.png (AFCT against flow size with
+    the processor-sharing references; only with flows of finite size) and link.png (utilization
+    and queue of every link over time). Returns the paths written and the summary.
+
+    The dataset's attributes are completed from `scenario` if it did not come from `run_scenario`.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dataset = dataset.copy()
+    for key, value in scenario.attributes().items():
+        dataset.attrs.setdefault(key, value)
+    paths = []
+    target = out / "run.nc"
+    dataset.to_netcdf(target, engine="scipy")
+    paths.append(target)
+    target = out / "flows.csv"
+    flow_frame(dataset).to_csv(target, index=False)
+    paths.append(target)
+    summary = summarize(dataset)
+    target = out / "summary.json"
+    target.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    paths.append(target)
+    if np.any(np.isfinite(dataset["size"].values)):
+        paths.append(afct_figure(dataset, summary, out / "afct.png"))
+    paths.append(link_figure(dataset, out / "link.png"))
+    return Outputs(paths, summary)
+
+
+def afct_figure(dataset, summary: dict, path: str | Path) -> Path:
+    """AFCT against flow size on log axes (the runs' flows pooled): each finished flow, the mean
+    per power-of-two bin, the M/G/1 processor-sharing curve 1.5 RTPD + L / (C (1 - rho)) (RCP
+    paper, eq. 3) and the processor sharing of the same arrivals (`metrics.ps_fct_of`)."""
+    from matplotlib.figure import Figure
+
+    from . import metrics
+
+    size, fct = dataset["size"].values, dataset["fct"].values
+    done = np.isfinite(size) & np.isfinite(fct)
+    fig = Figure(figsize=(8, 5.5), constrained_layout=True)
+    ax = fig.add_subplot()
+    shown = np.flatnonzero(done.reshape(-1))
+    if shown.size > 20_000:  # keep the file small: a fixed subsample of the flows
+        shown = np.random.default_rng(0).choice(shown, 20_000, replace=False)
+    ax.scatter(size.reshape(-1)[shown], fct.reshape(-1)[shown], s=3, color="0.6", alpha=0.35, lw=0,
+               label="flows (finished)")
+    bins = [row for row in summary["mean"].get("afct_by_size", []) if row["flows"] > 0]
+    if bins:
+        x = [row["mean_size_packets"] for row in bins]
+        ax.plot(x, [row["afct_s"] for row in bins], "o-", color="C0", label=f"AFCT ({dataset.attrs['protocol']})")
+        if all(row.get("sample_ps_afct_s") is not None for row in bins):
+            ax.plot(x, [row["sample_ps_afct_s"] for row in bins], "s:", color="C2",
+                    label="processor sharing of these arrivals")
+    reference = _reference(dataset)
+    if reference is not None and done.any():
+        capacity, load, rtpd = reference
+        grid = np.geomspace(1.0, max(2.0, float(np.nanmax(size[done]))), 200)
+        ax.plot(grid, metrics.ps_fct(grid, capacity, load, rtpd), "--", color="k",
+                label=f"processor sharing, M/G/1 (eq. 3): rho = {load:g}")
+        ax.set_title(f"{dataset.attrs['protocol']}: load {load:g}, C = {capacity:g} packets/s, "
+                     f"RTPD {1e3 * rtpd:g} ms, {dataset.sizes['run']} run(s)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("flow size [packets]")
+    ax.set_ylabel("flow completion time [s]")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.savefig(path, dpi=120)
+    return Path(path)
+
+
+def link_figure(dataset, path: str | Path) -> Path:
+    """Utilization and mean queue of every link over time, one line per run and link.
+
+    The utilization of a sample is the dataset's ``served`` (the packets the link sent on in the
+    sample) over capacity x sample interval.
+    """
+    from matplotlib.figure import Figure
+
+    t = dataset["sample_time"].values
+    interval = float(t[0])
+    capacities = np.array([link["capacity"] for link in json.loads(dataset.attrs["network"])["links"]])
+    served, queue = dataset["served"].values, dataset["queue"].values
+    links = [str(name) for name in dataset["link"].values]
+    n_runs = dataset.sizes["run"]
+    fig = Figure(figsize=(9, 6.5), constrained_layout=True)
+    axes = fig.subplots(2, 1, sharex=True)
+    alpha = 1.0 if n_runs == 1 else max(0.25, 1.0 / math.sqrt(n_runs))
+    for l, name in enumerate(links):
+        colour = f"C{l % 10}"
+        for r in range(n_runs):
+            label = name if r == 0 else None
+            axes[0].plot(t, served[r, :, l] / (capacities[l] * interval), color=colour, lw=0.8, alpha=alpha,
+                         label=label)
+            axes[1].plot(t, queue[r, :, l], color=colour, lw=0.8, alpha=alpha, label=label)
+    axes[0].axhline(1.0, color="k", ls=":", lw=0.8)
+    axes[0].set_ylabel("utilization\n[served / (capacity x sample)]")
+    axes[1].set_ylabel("queue [packets]")
+    axes[1].set_xlabel("time [s]")
+    if len(links) <= 12:
+        axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="link")
+    runs = f", {n_runs} runs" if n_runs > 1 else ""
+    axes[0].set_title(f"{dataset.attrs.get('protocol', '')}: links over time (samples of {1e3 * interval:g} ms{runs})")
+    fig.savefig(path, dpi=120)
+    return Path(path)
+
+
+def _reference(dataset):
+    """(capacity_pps, load, rtpd_s) of the processor-sharing comparison, or None."""
+    attrs = dataset.attrs
+    load = attrs.get("offered_load")
+    if attrs.get("workload_kind") != "poisson" or load is None or not np.isfinite(load):
+        return None
+    return float(attrs["bottleneck_capacity_pps"]), float(load), float(attrs["rtpd_s"])
+
+
+
+
+def _bins(size, fct, sample_ps, reference) -> list[dict]:
+    from . import metrics
+
+    capacity, load, rtpd = reference
+    frame = metrics.afct_by_size(size, fct, capacity_pps=capacity, load=load, rtpd_s=rtpd)
+    # the same bins (the sizes are the same); the sample's PS times of the finished flows
+    frame["sample_ps_afct_s"] = metrics.afct_by_size(size, sample_ps)["afct_s"].to_numpy()
+    frame = frame.astype({"flows": int, "unfinished": int, "enough": bool})
+    return frame.to_dict(orient="records")
+
+
+def _mean_of(runs: list[dict]) -> dict:
+    mean: dict[str, Any] = {}
+    for key, value in runs[0].items():
+        if key in ("run", "seed", "afct_by_size"):
+            continue
+        if isinstance(value, dict):
+            mean[key] = {k: float(np.nanmean([r[key][k] for r in runs])) if any(
+                np.isfinite(r[key][k]) for r in runs) else math.nan for k in value}
+        elif isinstance(value, numbers.Real):
+            values = [float(r[key]) for r in runs if key in r]
+            mean[key] = float(np.nanmean(values)) if any(np.isfinite(values)) else math.nan
+    return mean
+
+
+def _json_ready(value):
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (numbers.Integral, np.integer)):
+        return int(value)
+    if isinstance(value, (numbers.Real, np.floating)):
+        return float(value) if math.isfinite(value) else (None if math.isnan(value) else str(float(value)))
+    return value
+
