@@ -1,4 +1,4 @@
-"""A point's status from its first overflow and first NaN times (`fluidcc.dde._solve._statuses`)."""
+"""A point's status from its first overflow and first NaN times (`fluidcc.dde._solution.statuses`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fluidcc.dde import Status
-from fluidcc.dde._solve import _statuses
+from fluidcc.dde._solution import statuses as _statuses
 
 times = st.one_of(st.just(np.inf), st.floats(0.0, 100.0))
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
+
+from ..errors import ParameterError, ShapeError
 
 
 def run_in_chunks(points: np.ndarray, chunk: int, n_saves: int, n_states: int,
@@ -178,3 +180,69 @@ def max_difference(fine: np.ndarray, coarse: np.ndarray, scale_of: Callable) -> 
             largest = np.max(diff, axis=(1, 2))
         out[rows] = np.where(np.isnan(largest), np.inf, largest)
     return out
+
+def batch_size(params: Any) -> int:
+    """The leading-axis length shared by every leaf of a parameter batch."""
+    leaves = jax.tree_util.tree_leaves(params)
+    if not leaves:
+        raise ShapeError("params", params, "a parameter batch with at least one array")
+    sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
+    if None in sizes:
+        raise ShapeError("params", "a scalar leaf", "every parameter with a leading batch axis")
+    if len(sizes) != 1:
+        raise ShapeError("params", sorted(sizes), "one batch size shared by every parameter")
+    size = sizes.pop()
+    if size == 0:
+        raise ShapeError("params", "an empty batch", "a batch of at least one parameter point")
+    return int(size)
+
+
+def take(params: Any, index: np.ndarray) -> Any:
+    """Select points of a parameter batch (numpy fancy indexing on every leaf)."""
+    return jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[index], params)
+
+
+def batch_vector(name: str, value, size: int) -> np.ndarray:
+    """A scalar or a (B,) array as a float64 (B,) array (raises naming `name`)."""
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim == 0:
+        array = np.full(size, float(array))
+    if array.shape != (size,):
+        raise ShapeError(name, f"shape {array.shape}", f"a scalar or shape ({size},) for a batch of {size}")
+    return array
+
+
+def save_grid(save_times, t_final: np.ndarray) -> np.ndarray:
+    """The save times as a checked (B, S) grid: (S,) shared or (B, S), sorted, within [0, t_final];
+    None saves the final state only."""
+    size = t_final.shape[0]
+    if save_times is None:
+        return t_final[:, None].copy()
+    grid = np.asarray(save_times, dtype=np.float64)
+    if grid.ndim == 1:
+        grid = np.broadcast_to(grid, (size, grid.shape[0])).copy()
+    if grid.ndim != 2 or grid.shape[0] != size or grid.shape[1] == 0:
+        raise ShapeError(
+            "save_times", f"shape {np.shape(save_times)}", f"shape (S,) or ({size}, S) with S >= 1"
+        )
+    for rows in row_blocks(size):  # by blocks of points: no temporaries as large as the grid
+        block = grid[rows]
+        if not np.all(np.isfinite(block)) or np.any(block < 0):
+            raise ParameterError("save_times", block.min(), "finite times >= 0 s")
+        if np.any(np.diff(block, axis=1) < 0):
+            raise ParameterError("save_times", "an unsorted grid", "times sorted in increasing order")
+        if np.any(block > t_final[rows, None] * (1 + 1e-12)):
+            raise ParameterError("save_times", float(block.max()), "times <= t_final of their point")
+    return grid
+
+
+def host_delays(system, params) -> np.ndarray:
+    """The delays of every point (B, K) in seconds, all finite and > 0 (raises naming the point)."""
+    delays = np.asarray(jax.vmap(system.delays)(params), dtype=np.float64)
+    bad = ~(np.isfinite(delays) & (delays > 0))
+    if np.any(bad):
+        point = int(np.argwhere(bad)[0][0])
+        raise ParameterError(
+            "delay", float(delays[bad][0]), f"every delay finite and > 0 s (point {point} of the batch)"
+        )
+    return delays

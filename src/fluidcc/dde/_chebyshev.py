@@ -34,14 +34,19 @@ chunk at most `ChebyshevRunner.NODE_BUDGET` nodes wide so that its arrays stay i
 from __future__ import annotations
 
 import functools
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._batching import (chunk_width, climb, largest_magnitude, max_difference, round_down_pow2, round_up_pow2,
-                       row_blocks, run_in_chunks)
+from ..errors import ParameterError
+from ._batching import (chunk_width, climb, host_delays, largest_magnitude, max_difference, round_down_pow2,
+                        round_up_pow2, row_blocks, run_in_chunks, take)
+from ._method import Method, whole_at_least
+from ._solution import Solution, statuses
 
 
 @functools.lru_cache(maxsize=None)
@@ -412,3 +417,80 @@ def refine(runner: ChebyshevRunner, size: int, ladder: list[tuple[int, int]], rt
     resolution index used, the error estimate (None without rtol) and the points that did not
     reach rtol."""
     return climb(runner.run, size, ladder, lambda fine, coarse: relative_difference(fine, coarse, positive), rtol)
+
+
+@dataclass(frozen=True)
+class Chebyshev(Method):
+    """The exponential Chebyshev method of steps (module docstring), for models linear in their
+    current state with one delay (`DDESystem.linear_form`).
+
+    pieces_per_delay, nodes: each delay interval is cut into this many pieces of `nodes`
+    Chebyshev-Lobatto nodes (nodes >= 4). With `solve`'s rtol, the refinement first adds nodes
+    (about 1.5 times as many per rung: 12, 16, 24, 32, 48, 64, 96, 128), then doubles the
+    pieces up to `max_pieces_per_delay`, per point, until two successive resolutions agree to
+    rtol (relative, component by component for positive components, else relative to the
+    component's largest magnitude); the finer solution is kept. The estimate is that of the
+    coarser solution, so the kept one is usually far more accurate than rtol (measured on one
+    model, not a bound: benchmarks/RESULTS.md, "DDE throughput and accuracy"); at loose
+    tolerances two coarse resolutions can agree on a wrong solution. For rtol >=
+    `COARSE_FLOAT32_RTOL` the first resolution, which every point's second one replaces, is
+    computed in float32: it only serves as the comparison for the second (computed again in
+    float64 where the float32 solution fails and the second does not), and every kept solution
+    is float64.
+    """
+
+    nodes: int = 16
+    pieces_per_delay: int = 1
+    max_pieces_per_delay: int = 256
+    name = "chebyshev"
+    adaptive = True
+
+    def __post_init__(self):
+        whole_at_least("pieces_per_delay", self.pieces_per_delay, 1)
+        whole_at_least("nodes", self.nodes, 4)
+        whole_at_least("max_pieces_per_delay", self.max_pieces_per_delay, 1)
+
+    def supports(self, system, params) -> bool:
+        try:
+            require_linear_form(system, params)
+        except ParameterError:
+            return False
+        return True
+
+    def run(self, system, params, size, t_final, grid, names, rtol, batch_chunk, progress, started) -> Solution:
+        point = jax.tree_util.tree_map(lambda a: a[0], take(params, np.array([0])))
+        delays = require_linear_form(system, params)
+        n_states = system.state_size(point)
+        positive = tuple(bool(b) for b in system.log_components(point))
+        runner = ChebyshevRunner(system, params, delays[:, 0], t_final, grid, n_states, batch_chunk, progress, take,
+                                 coarse_float32=rtol is not None and rtol >= COARSE_FLOAT32_RTOL)
+        pieces, nodes = self.pieces_per_delay, self.nodes
+        ladder = resolution_ladder(pieces, nodes, max(self.max_pieces_per_delay, pieces),
+                                   max_nodes=max(MAX_NODES, nodes))
+        ys, over, nan, level, error, failed = refine(runner, size, ladder if rtol is not None else ladder[:1], rtol,
+                                                     positive)
+        # failures after a point's own end time (a batch runs to its longest horizon) do not count
+        over = np.where(over <= t_final, over, np.inf)
+        nan = np.where(nan <= t_final, nan, np.inf)
+        status, messages = statuses(over, nan, failed)
+        used = np.array(ladder)[level]
+        info = {"wall_s": time.perf_counter() - started, "batch_chunk": batch_chunk, "rtol": rtol,
+                "pieces_per_delay": used[:, 0], "nodes": used[:, 1]}
+        return Solution(grid, ys, status, messages, names, "chebyshev", None, error, info)
+
+
+def require_linear_form(system, params: Any, field: str = "method") -> np.ndarray:
+    """Raise a ParameterError naming `field` unless `method="chebyshev"` can integrate the system:
+    it must provide `linear_form` and have one delay. Returns the delays, shape (B, 1)."""
+    point = jax.tree_util.tree_map(lambda a: a[0], take(params, np.array([0])))
+    try:
+        system.linear_form(jnp.zeros(()), system.history(jnp.zeros(()), point), point)
+    except NotImplementedError:
+        raise ParameterError(field, "chebyshev",
+                             f"rk4, or chebyshev for a model linear in its current state with one delay "
+                             f"({system.name} is not)") from None
+    delays = host_delays(system, params)
+    if delays.shape[1] != 1:
+        raise ParameterError(field, "chebyshev", f"rk4, or chebyshev for a model with one delay "
+                                                 f"({system.name} has {delays.shape[1]})")
+    return delays

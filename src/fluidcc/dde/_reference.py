@@ -30,7 +30,9 @@ from __future__ import annotations
 import bisect
 import functools
 import math
+import time
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import jax
@@ -39,8 +41,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from ..errors import ParameterError, ShapeError
-from ._solution import Status, status_message
+from ..errors import ParameterError
+from ._batching import batch_size, batch_vector, save_grid
+from ._method import Method
+from ._solution import Solution, Status, status_message
 from ._system import DDESystem, to_mixed
 
 #: Largest log x whose exp is still a finite float64 (about 709.78).
@@ -132,11 +136,11 @@ def solve_ddeint(system: DDESystem, params_batch: Any, t_final, save_times, *, l
 
 
 def _solve_batch(system, params_batch, t_final, save_times, log_space, solve_point: Callable):
-    size = _batch_size(params_batch)
-    t_final_arr = _batch_vector("t_final", t_final, size)
+    size = batch_size(params_batch)
+    t_final_arr = batch_vector("t_final", t_final, size)
     if not np.all(np.isfinite(t_final_arr) & (t_final_arr > 0)):
         raise ParameterError("t_final", float(np.min(t_final_arr)), "a finite end time > 0 s")
-    grid = _save_grid(save_times, t_final_arr)
+    grid = np.minimum(save_grid(save_times, t_final_arr), t_final_arr[:, None])
 
     ys = None
     status = np.zeros(size, dtype=np.int8)
@@ -151,41 +155,6 @@ def _solve_batch(system, params_batch, t_final, save_times, log_space, solve_poi
         status[b] = code
         messages[b] = message
     return ys, status, messages
-
-
-def _batch_size(params: Any) -> int:
-    leaves = jax.tree_util.tree_leaves(params)
-    if not leaves:
-        raise ShapeError("params", params, "a parameter batch with at least one array")
-    sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
-    if None in sizes or len(sizes) != 1 or 0 in sizes:
-        raise ShapeError("params", sorted(sizes, key=str), "one batch size >= 1 shared by every leaf")
-    return int(sizes.pop())
-
-
-def _batch_vector(name: str, value, size: int) -> np.ndarray:
-    array = np.asarray(value, dtype=np.float64)
-    if array.ndim == 0:
-        array = np.full(size, float(array))
-    if array.shape != (size,):
-        raise ShapeError(name, f"shape {array.shape}", f"a scalar or shape ({size},) for a batch of {size}")
-    return array
-
-
-def _save_grid(save_times, t_final: np.ndarray) -> np.ndarray:
-    size = t_final.shape[0]
-    grid = np.asarray(save_times, dtype=np.float64)
-    if grid.ndim == 1:
-        grid = np.broadcast_to(grid, (size, grid.shape[0]))
-    if grid.ndim != 2 or grid.shape[0] != size or grid.shape[1] == 0:
-        raise ShapeError("save_times", f"shape {np.shape(save_times)}", f"shape (S,) or ({size}, S), S >= 1")
-    if not np.all(np.isfinite(grid)) or np.any(grid < 0):
-        raise ParameterError("save_times", float(np.min(grid)), "finite times >= 0 s")
-    if np.any(np.diff(grid, axis=1) < 0):
-        raise ParameterError("save_times", "an unsorted grid", "times sorted in increasing order")
-    if np.any(grid > t_final[:, None] * (1 + 1e-12)):
-        raise ParameterError("save_times", float(np.max(grid)), "times <= t_final of their point (s)")
-    return np.minimum(grid, t_final[:, None])
 
 
 def _point_delays(system: DDESystem, point: Any) -> np.ndarray:
@@ -536,3 +505,31 @@ def _run_ddeint(system, point, names, t_final, save_times, log_space):
         row, i = np.argwhere(infinite)[0]
         code, message = Status.OVERFLOW, status_message(Status.OVERFLOW, save_times[row], names[i])
     return ys, int(code), message
+
+
+@dataclass(frozen=True)
+class Reference(Method):
+    """The reference: SciPy's DOP853 by the method of steps with breakpoints, rtol 1e-11, one
+    point at a time (`solve_reference`); its error is about 1e-10 relative. For tests and
+    benchmarks. log_space: integrate the components the model marks positive as log x."""
+
+    log_space: bool = True
+    name = "scipy"
+
+    def run(self, system, params, size, t_final, grid, names, rtol, batch_chunk, progress, started) -> Solution:
+        ys, status, messages = solve_reference(system, params, t_final, grid, log_space=self.log_space)
+        return Solution(grid, ys, status, messages, names, self.name, info={"wall_s": time.perf_counter() - started})
+
+
+@dataclass(frozen=True)
+class DDEint(Method):
+    """The `ddeint` package, for comparison only (`solve_ddeint`): it reads delayed values from an
+    interpolation of its own past output that lags the integrator, so it misses sharp start-up
+    transients by orders of magnitude."""
+
+    log_space: bool = True
+    name = "ddeint"
+
+    def run(self, system, params, size, t_final, grid, names, rtol, batch_chunk, progress, started) -> Solution:
+        ys, status, messages = solve_ddeint(system, params, t_final, grid, log_space=self.log_space)
+        return Solution(grid, ys, status, messages, names, self.name, info={"wall_s": time.perf_counter() - started})

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..errors import ParameterError
+from ._batching import (chunk_width, climb, host_delays, largest_magnitude, max_difference, round_down_pow2,
+                        round_up_pow2, run_in_chunks, take)
+from ._method import Method
+from ._solution import Solution, statuses
 from ._system import DDESystem, to_mixed, to_natural
 
 
@@ -253,3 +259,166 @@ def history_chunks(delays: np.ndarray) -> int:
 def launch_kernel(system: DDESystem, shape: KernelShape, params: Any, t_final, save_pos, save_start):
     """Dispatch the compiled kernel on one padded chunk of the batch; returns JAX arrays (async)."""
     return build_kernel(system, shape)(params, t_final, save_pos, save_start)
+
+
+@dataclass(frozen=True)
+class RK4(Method):
+    """Fixed-step RK4 by the method of steps (module docstring); the production solver.
+
+    steps_per_delay: RK4 steps per smallest delay (the step is h = tau_min / steps_per_delay),
+        an even whole number >= 2; raised (to a power of two) where the model's `max_step` asks
+        for a smaller step.
+    max_steps_per_delay: the finest resolution the refinement to `solve`'s rtol may use: each
+        point is also integrated at half the resolution, and points whose estimated error
+        exceeds rtol are integrated again at twice the resolution, up to this. The estimate is
+        |z_M - z_{M/2}| / 15 (Richardson, order 4), in relative terms (log components) or
+        relative to the component's largest magnitude.
+    log_space: integrate the components the model marks positive as log x.
+    """
+
+    steps_per_delay: int = 64
+    max_steps_per_delay: int = 4096
+    log_space: bool = True
+    name = "rk4"
+    adaptive = True
+
+    def __post_init__(self):
+        check_resolution("steps_per_delay", self.steps_per_delay)
+        check_resolution("max_steps_per_delay", self.max_steps_per_delay)
+
+    def run(self, system, params, size, t_final, grid, names, rtol, batch_chunk, progress, started) -> Solution:
+        point0 = take(params, np.array([0]))
+        delays = host_delays(system, params)
+        one_point = jax.tree_util.tree_map(lambda a: a[0], point0)
+        n_states = system.state_size(one_point)
+        log_mask = (tuple(bool(b) for b in system.log_components(one_point)) if self.log_space
+                    else (False,) * n_states)
+        nonnegative = tuple(bool(b) for b in system.nonnegative_components(one_point))
+        ledger = tuple(int(i) for i in system.projection_ledger(one_point))
+        steps_per_delay = max(self.steps_per_delay, steps_for_max_step(system, params, delays))
+        max_steps_per_delay = max(self.max_steps_per_delay, steps_per_delay)
+        runner = Runner(system, params, delays, t_final, grid, n_states, log_mask, batch_chunk, progress,
+                        nonnegative, ledger)
+        if rtol is None:
+            z, over, nan = runner.run(np.arange(size), steps_per_delay)
+            used = np.full(size, steps_per_delay)
+            error = None
+            tolerance_failed = np.zeros(size, dtype=bool)
+        else:
+            z, over, nan, used, error, tolerance_failed = refine(
+                runner, size, steps_per_delay, max_steps_per_delay, rtol, log_mask
+            )
+        ys = z  # log components back to natural units, in place (no second batch-sized array)
+        with np.errstate(over="ignore"):  # overflow is reported by the status, not a warning
+            for component in np.flatnonzero(log_mask):
+                np.exp(ys[..., component], out=ys[..., component])
+        status, messages = statuses(over, nan, tolerance_failed)
+        info = {"wall_s": time.perf_counter() - started, "batch_chunk": batch_chunk, "log_mask": log_mask,
+                "rtol": rtol}
+        return Solution(grid, ys, status, messages, names, "rk4", used, error, info)
+
+
+def steps_for_max_step(system: DDESystem, params: Any, delays: np.ndarray) -> int:
+    """Fewest steps per smallest delay that respect the model's `max_step` at every point
+    (a power of two, like the refinement levels); 1 if the model sets no limit."""
+    point0 = jax.tree_util.tree_map(lambda a: a[0], params)
+    if system.max_step(point0) is None:
+        return 1
+    limit = np.asarray(jax.vmap(system.max_step)(params), dtype=np.float64).reshape(-1)
+    ratio = np.min(delays, axis=1) / np.where(limit > 0, limit, np.nan)
+    needed = float(np.nanmax(ratio)) if np.any(np.isfinite(ratio)) else 1.0
+    return round_up_pow2(int(math.ceil(needed - 1e-9)))
+
+
+def check_resolution(name: str, value: int) -> None:
+    if not isinstance(value, (int, np.integer)) or value < 2 or value % 2:
+        raise ParameterError(name, value, "an even whole number of steps per delay, >= 2")
+
+
+class Runner:
+    """Runs the kernel over any subset of the batch, chunked and padded to a fixed size."""
+
+    def __init__(self, system, params, delays, t_final, grid, n_states, log_mask, batch_chunk, progress,
+                 nonnegative=(), ledger=()):
+        self.system = system
+        self.params = params
+        self.delays = delays
+        self.t_final = t_final
+        self.grid = grid
+        self.n_states = n_states
+        self.log_mask = log_mask
+        self.batch_chunk = batch_chunk
+        self.progress = progress
+        self.nonnegative = nonnegative
+        self.ledger = ledger
+        self.history_chunks = history_chunks(delays)
+        self.tau_min = np.min(delays, axis=1)
+        self.devices = jax.local_devices()
+
+    def run(self, points: np.ndarray, steps: int, sink=None, coarse: bool = False):
+        """Integrate `points` (indices into the batch) at `steps` per smallest delay; the outputs
+        are returned, or handed to `sink` chunk by chunk (`_batching.run_in_chunks`). (`coarse`,
+        the solution only serves as a comparison, changes nothing here: RK4 always runs in
+        float64.)"""
+        n_chunks = max(1, int(np.max(np.ceil(self.t_final[points] / self.tau_min[points] - 1e-9))))
+
+        def launch(padded, put):
+            save_pos, save_start, slots = plan_saves(self.tau_min[padded], steps, n_chunks, self.grid[padded])
+            shape = KernelShape(
+                steps_per_delay=steps,
+                n_chunks=n_chunks,
+                history_chunks=self.history_chunks,
+                n_delays=self.delays.shape[1],
+                n_states=self.n_states,
+                n_saves=self.grid.shape[1],
+                save_slots=round_up_pow2(slots),
+                log_mask=self.log_mask,
+                nonnegative_mask=self.nonnegative,
+                ledger=self.ledger,
+            )
+            # one transfer for every array of the chunk
+            params, t_final, save_pos, save_start = put((take(self.params, padded), self.t_final[padded], save_pos,
+                                                         save_start))
+            return launch_kernel(self.system, shape, params, t_final, save_pos, save_start)
+
+        return run_in_chunks(points, self.chunk_size(len(points), steps), self.grid.shape[1], self.n_states,
+                             launch, self.progress, sink)
+
+    def chunk_size(self, size: int, steps: int) -> int:
+        """Points integrated together at `steps` per smallest delay.
+
+        At most `batch_chunk`, small enough that a chunk's per-interval arrays (steps x points)
+        stay in the CPU's cache, and as even as the devices allow (`_batching.chunk_width`). A
+        batch smaller than _MIN_CHUNK is not padded up to it: the padding would only repeat its
+        points (a single network simulation would do 16 times the work).
+        """
+        cache_cap = round_down_pow2(max(_MIN_CHUNK, _LANE_STEP_BUDGET // steps))
+        return chunk_width(size, len(self.devices), min(self.batch_chunk, cache_cap), _MIN_CHUNK)
+
+
+#: Largest steps-per-delay x points of one chunk. Measured on a 2-core CPU (MIAIMD, 10 000 points
+#: refined to rtol 1e-6): at 65 536 and beyond, the per-interval arrays leave the cache and the
+#: refinement passes at M >= 512 ran 2-3x slower; at 8 192 and below, chunks of a few points
+#: are dominated by the per-step loop overhead. `benchmarks/RESULTS.md` has the figures.
+_LANE_STEP_BUDGET = 32768
+#: Fewest points in a chunk (below it the loop overhead per step dominates).
+_MIN_CHUNK = 16
+
+
+def rk4_error(z_fine: np.ndarray, z_coarse: np.ndarray, log_mask: tuple[bool, ...]) -> np.ndarray:
+    """Richardson estimate of the fine solution's max error per point (order 4: difference / 15);
+    log-space components absolutely (a relative error), the others relative to their largest
+    magnitude."""
+    mask = np.asarray(log_mask)
+    return max_difference(z_fine, z_coarse, lambda z: 15.0 * np.where(mask, 1.0, largest_magnitude(z)))
+
+
+def refine(runner: Runner, size: int, steps: int, max_steps: int, rtol: float, log_mask):
+    """Fixed-step solves at steps/2, steps, 2 steps, ... (up to max_steps) per smallest delay,
+    until each point's error estimate is at most rtol."""
+    rungs = [steps // 2, steps]
+    while rungs[-1] * 2 <= max_steps:
+        rungs.append(rungs[-1] * 2)
+    z, over, nan, rung, error, tolerance_failed = climb(
+        runner.run, size, rungs, lambda fine, coarse: rk4_error(fine, coarse, log_mask), rtol)
+    return z, over, nan, np.asarray(rungs)[rung], error, tolerance_failed

@@ -87,3 +87,18 @@ def status_message(code: int, time_s: float, what: str = "a state component") ->
     if code == Status.TOLERANCE_NOT_REACHED:
         return "tolerance not reached at the finest resolution allowed"
     return "the solver failed"
+
+
+def statuses(over: np.ndarray, nan: np.ndarray, tolerance_failed: np.ndarray):
+    """Status per point from its first overflow and NaN times (inf: none) and whether it missed the
+    tolerance; a message for each failing point ('' for the others)."""
+    overflow = np.isfinite(over) & (over <= nan)
+    nonfinite = ~overflow & np.isfinite(nan)
+    missed = ~overflow & ~nonfinite & np.asarray(tolerance_failed, dtype=bool)
+    status = np.full(over.shape, Status.OK, dtype=np.int8)
+    status[overflow], status[nonfinite] = Status.OVERFLOW, Status.NONFINITE
+    status[missed] = Status.TOLERANCE_NOT_REACHED
+    messages = np.full(over.shape, "", dtype=object)
+    for i in np.flatnonzero(status != Status.OK):
+        messages[i] = status_message(status[i], over[i] if overflow[i] else nan[i] if nonfinite[i] else 0.0)
+    return status, messages

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..dde import DDESystem
-from ..dde._system import JAX_OPS, projected_rate
+from ..dde import JAX_OPS, projected_rate
 from ..network import Network
 from ._network import NetworkLayout
 

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..dde._system import JAX_OPS, projected_rate
+from ..dde import JAX_OPS, projected_rate
 from ._params import broadcast_batch, require_nonnegative, require_positive, require_whole
 from ._queue import QueueModel
 from ._spec import ParameterSpec, SingleLinkModel

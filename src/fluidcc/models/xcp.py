@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import units
 
-from ..dde._system import projected_rate
+from ..dde import projected_rate
 from ._params import broadcast_batch, require_nonnegative, require_positive
 from ._queue import QueueModel
 from ._spec import ParameterSpec, SingleLinkModel

@@ -63,8 +63,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..dde import DDESystem
-from ..dde._system import projected_rate, JAX_OPS
+from ..dde import JAX_OPS, DDESystem, projected_rate
 from ..errors import ParameterError, ShapeError
 from ..network import Network
 from ._network import NetworkLayout, active_set_fixed_point, batch_with_arrays, link_capacities

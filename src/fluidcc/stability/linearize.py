@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..dde import DDESystem
+from ..dde import DDESystem, batch_size
 from ..errors import ParameterError
 from .linear import CharacteristicRoots, characteristic_roots
 
@@ -40,11 +40,6 @@ class Linearization:
     a_delayed: np.ndarray
     delays: np.ndarray
     residual: np.ndarray
-
-
-def _batch_size(params: Any) -> int:
-    leaves = jax.tree_util.tree_leaves(params)
-    return int(np.shape(leaves[0])[0]) if leaves else 0
 
 
 @functools.lru_cache(maxsize=32)
@@ -70,7 +65,7 @@ def linearize(system: DDESystem, params: Any, equilibrium: np.ndarray | None = N
     equilibrium: (B, n) natural coordinates; by default `system.equilibrium_state(params)`.
     """
     smooth = system.linearizable()
-    size = _batch_size(params)
+    size = batch_size(params)
     if size == 0:
         raise ParameterError("params", "an empty batch", "a batch of at least one point")
     if equilibrium is None:
