@@ -69,6 +69,8 @@ def test_sweep_writes_dataset_with_provenance_and_figure(runner, tmp_path):
         (["simulate", "--set", "rtt=-80ms"], "rtt = -0.08"),
         (["simulate", "--set", "kappa"], "NAME=VALUE"),
         (["simulate", "tcp"], "model = 'tcp'"),
+        (["sweep", "rcp", "--solver", "chebyshev", "--grid", "alpha=0.1:0.4:2"], "--solver = 'chebyshev'"),
+        (["simulate", "--duration", "-2s"], "--duration = "),
     ],
 )
 def test_bad_input_is_a_usage_error_naming_the_field(runner, tmp_path, args, expected):

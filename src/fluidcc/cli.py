@@ -30,7 +30,7 @@ _UNITS_HELP = (
 #: The library's parameter names, as this command's flags.
 _FLAGS = {"duration_s": "--duration", "rtts": "--rtts", "saves_per_rtt": "--saves-per-rtt",
           "save_step_s": "--saves-per-rtt", "steps_per_delay": "--steps-per-delay", "rtol": "--rtol",
-          "fmt": "--format"}
+          "fmt": "--format", "solver": "--solver"}
 
 
 def _fail(error: FluidccError):

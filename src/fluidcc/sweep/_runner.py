@@ -20,9 +20,7 @@ import numpy as np
 import xarray as xr
 
 from .._version import __version__
-from ..dde import solve
-from ..dde._solve import require_linear_form
-from ..errors import ParameterError
+from ..dde import RK4, Chebyshev, require_linear_form, resolve_method, solve
 from ..protocols import single_link_model
 from ..stability.classify import BEHAVIOUR_NAMES, Behaviour, Thresholds, classify
 from ._spec import SweepSpec
@@ -57,13 +55,9 @@ def run_sweep(
     # Validate the whole grid before any work, so bad input fails at once.
     system, params = entry.aggregate(values)
     if spec.solver == "chebyshev":
-        require_linear_form(system, params, field="--solver")
+        require_linear_form(system, params, field="solver")
     elif spec.solver == "auto":
-        try:
-            require_linear_form(system, params, field="--solver")
-            spec = dataclasses.replace(spec, solver="chebyshev")
-        except ParameterError:
-            spec = dataclasses.replace(spec, solver="rk4")
+        spec = dataclasses.replace(spec, solver=resolve_method("auto", system, params).name)
     partial = None
     if out_dir is not None:
         out_dir = Path(out_dir)
@@ -136,11 +130,9 @@ def _solve_chunk(spec: SweepSpec, entry, values, thresholds, smooth=False):
 def _simulate_and_classify(spec, system, params, delay, equilibrium, horizon_rtts, thresholds, observed):
     saves = np.arange(int(round(horizon_rtts * spec.saves_per_rtt)) + 1) / spec.saves_per_rtt
     save_times = saves[None, :] * delay[:, None]
-    solution = solve(
-        system, params, horizon_rtts * delay, save_times,
-        method=spec.solver, steps_per_delay=spec.steps_per_delay, rtol=spec.rtol,
-        max_steps_per_delay=max(spec.max_steps_per_delay, spec.steps_per_delay),
-    )
+    method = Chebyshev() if spec.solver == "chebyshev" else \
+        RK4(steps_per_delay=spec.steps_per_delay, max_steps_per_delay=max(spec.max_steps_per_delay, spec.steps_per_delay))
+    solution = solve(system, params, horizon_rtts * delay, save_times, method=method, rtol=spec.rtol)
     trajectory = solution.ys[..., observed]
     result = classify(save_times, trajectory, equilibrium, solution.status, thresholds)
     error = solution.error_estimate if solution.error_estimate is not None else np.full(len(delay), np.nan)

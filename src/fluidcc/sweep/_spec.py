@@ -125,7 +125,7 @@ class SweepSpec:
         if self.max_horizon_rtts is not None and not self.max_horizon_rtts >= self.horizon_rtts:
             raise ParameterError("max_horizon_rtts", self.max_horizon_rtts, f"at least horizon_rtts = {self.horizon_rtts}")
         if self.solver not in ("auto", "rk4", "chebyshev"):
-            raise ParameterError("--solver", self.solver, "auto, rk4 or chebyshev")
+            raise ParameterError("solver", self.solver, "auto, rk4 or chebyshev")
         if self.saves_per_rtt < 1:
             raise ParameterError("saves_per_rtt", self.saves_per_rtt, "a whole number >= 1")
 
