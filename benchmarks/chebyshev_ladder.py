@@ -36,14 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dde_throughput import draw_points, params_of, save_grid  # noqa: E402
 
 from fluidcc.dde import Status, solve  # noqa: E402
-from fluidcc.dde._chebyshev import resolution_ladder  # noqa: E402
+from fluidcc.dde import Chebyshev  # noqa: E402
 from fluidcc.models.miaimd import MIAIMDAggregate  # noqa: E402
 
 RESOLUTIONS = ("1x8", "1x10", "1x12", "1x16", "1x20", "1x24", "1x32", "1x40", "1x48", "1x64", "1x96", "1x128",
                "2x16", "2x24", "2x32", "2x64", "2x128", "4x24", "4x32", "4x64", "4x128", "8x24", "8x32", "16x32",
                "32x32")
 
-#: Alternatives to fluidcc's own ladder (resolution_ladder from 1 x 12), which is always measured first.
+#: Alternatives to fluidcc's own ladder (Chebyshev(nodes=12).ladder() from 1 x 12), which is always measured first.
 OTHER_LADDERS = {
     "32 nodes, then more pieces (fluidcc's ladder until 2026-11-24)": ("1x8", "1x16", "1x24", "1x32", "2x32", "4x32",
                                                                       "8x32", "16x32", "32x32"),
@@ -154,7 +154,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     finite, seconds, error = errors_and_times(args)
     size = len(finite)
-    fluidcc_ladder = tuple(label(r) for r in resolution_ladder(1, 12, 4))
+    fluidcc_ladder = tuple(label(r) for r in Chebyshev(nodes=12, max_pieces_per_delay=4).ladder())
     missing = [name for name in fluidcc_ladder if name not in seconds]
     if missing:
         raise SystemExit(f"RESOLUTIONS lacks {missing}, rungs of fluidcc's ladder")

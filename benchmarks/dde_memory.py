@@ -65,7 +65,6 @@ def worker(name: str, size: int, seed: int) -> dict:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import dde_throughput as points_of
     from fluidcc.dde import solve
-    from fluidcc.dde._solve import take
     from fluidcc.models import MIAIMDAggregate
 
     method, kwargs, rtts, saves = CONFIGS[name]

@@ -72,7 +72,7 @@ import numpy as np
 
 import fluidcc
 from fluidcc.dde import Status, solve
-from fluidcc.dde._solve import DEFAULT_BATCH_CHUNK
+from fluidcc.dde import DEFAULT_BATCH_CHUNK
 from fluidcc.models import MIAIMDAggregate, miaimd
 
 import jax

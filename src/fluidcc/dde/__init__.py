@@ -37,6 +37,7 @@ from ._reference import Reference as Reference  # noqa: E402
 from ._rk4 import RK4 as RK4  # noqa: E402
 from ._solution import Solution as Solution  # noqa: E402
 from ._solution import Status as Status  # noqa: E402
+from ._solve import DEFAULT_BATCH_CHUNK as DEFAULT_BATCH_CHUNK  # noqa: E402
 from ._solve import METHODS as METHODS  # noqa: E402
 from ._solve import batch_size as batch_size  # noqa: E402
 from ._solve import require_linear_form as require_linear_form  # noqa: E402
@@ -49,6 +50,6 @@ from ._system import projected_rate as projected_rate  # noqa: E402
 from ._system import to_mixed as to_mixed  # noqa: E402
 from ._system import to_natural as to_natural  # noqa: E402
 
-__all__ = ["JAX_OPS", "METHODS", "RK4", "Chebyshev", "DDESystem", "DDEint", "Method", "Reference", "Solution", "Status",
+__all__ = ["DEFAULT_BATCH_CHUNK", "JAX_OPS", "METHODS", "RK4", "Chebyshev", "DDESystem", "DDEint", "Method", "Reference", "Solution", "Status",
            "batch_size", "projected_rate", "require_linear_form", "resolve_method", "solve", "take", "to_mixed",
            "to_natural"]

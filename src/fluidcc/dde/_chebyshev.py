@@ -450,6 +450,11 @@ class Chebyshev(Method):
         whole_at_least("nodes", self.nodes, 4)
         whole_at_least("max_pieces_per_delay", self.max_pieces_per_delay, 1)
 
+    def ladder(self) -> list[tuple[int, int]]:
+        """The (pieces per delay, nodes) resolutions the refinement tries in turn."""
+        return resolution_ladder(self.pieces_per_delay, self.nodes, max(self.max_pieces_per_delay, self.pieces_per_delay),
+                                 max_nodes=max(MAX_NODES, self.nodes))
+
     def supports(self, system, params) -> bool:
         try:
             require_linear_form(system, params)
@@ -464,9 +469,7 @@ class Chebyshev(Method):
         positive = tuple(bool(b) for b in system.log_components(point))
         runner = ChebyshevRunner(system, params, delays[:, 0], t_final, grid, n_states, batch_chunk, progress, take,
                                  coarse_float32=rtol is not None and rtol >= COARSE_FLOAT32_RTOL)
-        pieces, nodes = self.pieces_per_delay, self.nodes
-        ladder = resolution_ladder(pieces, nodes, max(self.max_pieces_per_delay, pieces),
-                                   max_nodes=max(MAX_NODES, nodes))
+        ladder = self.ladder()
         ys, over, nan, level, error, failed = refine(runner, size, ladder if rtol is not None else ladder[:1], rtol,
                                                      positive)
         # failures after a point's own end time (a batch runs to its longest horizon) do not count
