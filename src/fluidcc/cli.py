@@ -30,7 +30,8 @@ _UNITS_HELP = (
 #: The library's parameter names, as this command's flags.
 _FLAGS = {"duration_s": "--duration", "rtts": "--rtts", "saves_per_rtt": "--saves-per-rtt",
           "save_step_s": "--saves-per-rtt", "steps_per_delay": "--steps-per-delay", "rtol": "--rtol",
-          "fmt": "--format", "solver": "--solver"}
+          "fmt": "--format", "solver": "--solver", "horizon_rtts": "--horizon-rtts",
+          "max_horizon_rtts": "--max-horizon-rtts", "max_steps_per_delay": "--max-steps-per-delay"}
 
 
 def _fail(error: FluidccError):

@@ -1,0 +1,55 @@
+"""The package's layering (DESIGN.md, "Layout"), read from the source: no module imports a private
+module of another package, and the DDE engine knows nothing of fluidcc but errors and units."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[1] / "src" / "fluidcc"
+MODULES = sorted(SOURCE.rglob("*.py"))
+
+
+def _name(path: Path) -> tuple[str, ...]:
+    parts = ("fluidcc",) + path.relative_to(SOURCE).with_suffix("").parts
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _imports(path: Path) -> list[tuple[str, ...]]:
+    """Every fluidcc module `path` imports (absolute dotted names, as tuples), at any depth."""
+    here = _name(path)
+    package = here if path.name == "__init__.py" else here[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            target = base + tuple((node.module or "").split(".")) if node.module else base
+            target = tuple(p for p in target if p)
+            for alias in node.names:  # `from . import x` imports the module x
+                found.append(target + (alias.name,) if not node.module else target)
+        elif isinstance(node, ast.Import):
+            found.extend(tuple(alias.name.split(".")) for alias in node.names)
+    return [t for t in found if t[:1] == ("fluidcc",)]
+
+
+def _subpackage(name: tuple[str, ...]) -> str:
+    return name[1] if len(name) > 1 else ""
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SOURCE)))
+def test_no_module_imports_a_private_module_of_another_package(path):
+    mine = _subpackage(_name(path))
+    for target in _imports(path):
+        private = [i for i, part in enumerate(target) if part.startswith("_") and i >= 1]
+        # the root's own private modules (_version, _jax_setup) serve every package
+        if private and _subpackage(target) != mine and target[1:2] not in (("_version",), ("_jax_setup",)):
+            pytest.fail(f"{path.relative_to(SOURCE)} imports {'.'.join(target)}, private to another package")
+
+
+def test_the_dde_engine_uses_nothing_of_fluidcc_but_errors_and_units():
+    allowed = {"dde", "errors", "units", "_jax_setup"}
+    for path in (SOURCE / "dde").glob("*.py"):
+        for target in _imports(path):
+            assert _subpackage(target) in allowed, f"{path.name} imports {'.'.join(target)}"
