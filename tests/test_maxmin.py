@@ -372,3 +372,21 @@ def test_batch_with_weights_and_demands():
         expected = maxmin(net, capacities_pps=capacities[b], weights=weights, demands_pps=demands)
         np.testing.assert_allclose(rates[b], expected.rates_pps, rtol=1e-12)
         check_max_min_fair(net, rates[b], capacities[b], weights, demands, rtol=1e-9)
+
+
+def test_the_allocation_is_written_by_the_library_as_csv_or_json(tmp_path):
+    import json as _json
+
+    from fluidcc.maxmin import write_allocation
+
+    network = Network((Link("a", 1000.0, 0.01), Link("b", 500.0, 0.01)),
+                      (Flow("x", ("a", "b")), Flow("y", ("a",))), packet_bytes=1500)
+    result = maxmin(network, exact=True)
+    data = _json.loads(write_allocation(tmp_path / "r.json", network, result, provenance={"command": "test"}).read_text())
+    assert data["packet_bytes"] == 1500 and data["exact"] is True and data["command"] == "test"
+    assert [row["rate_pps_exact"] for row in data["flows"]] == ["500", "500"]
+    assert data["flows"][0]["rate_mbps"] == pytest.approx(6.0)  # 500 packets/s of 1500 bytes
+    lines = write_allocation(tmp_path / "r.csv", network, result).read_text().splitlines()
+    assert lines[0].startswith("kind,name,rate_pps") and len(lines) == 5
+    with pytest.raises(ParameterError, match="path"):
+        write_allocation(tmp_path / "r.txt", network, result)

@@ -380,7 +380,7 @@ def maxmin_command(network_file, at, exact, out) -> None:
     flow's rate in Mb/s and packets/s and its bottleneck link(s), and each link's utilization."""
     from . import units
     from .errors import ParameterError
-    from .maxmin import maxmin, maxmin_at
+    from .maxmin import allocation_rows, maxmin, maxmin_at, write_allocation
     from .network import Network
 
     try:
@@ -395,7 +395,7 @@ def maxmin_command(network_file, at, exact, out) -> None:
     except FluidccError as error:
         _fail(error)
     packet_bytes = network.packet_bytes
-    flows, links = _maxmin_rows(network, result, packet_bytes)
+    flows, links = allocation_rows(network, result)
     scope = "every flow" if at_s is None else f"flows active at t = {at_s:g} s"
     click.echo(f"max-min fair rates ({scope}; {'exact' if exact else 'float64'}; packets of {packet_bytes} bytes)")
     headers = ["flow", "rate Mb/s", "rate pkt/s"] + (["exact pkt/s"] if exact else []) + ["bottleneck"]
@@ -407,8 +407,8 @@ def maxmin_command(network_file, at, exact, out) -> None:
                            [[row["name"], f"{row['capacity_mbps']:.6g}", f"{row['load_mbps']:.6g}",
                              f"{100 * row['utilization']:.2f} %"] for row in links]))
     if out_path is not None:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        _write_maxmin(out_path, flows, links, network_file, at_s, exact, packet_bytes)
+        write_allocation(out_path, network, result, at_s=at_s,
+                         provenance={"command": _command_line(), "network_file": str(network_file)})
         click.echo(f"wrote {out_path}")
 
 
@@ -478,71 +478,11 @@ def packet_command(scenario_file, out) -> None:
     click.echo("wrote " + ", ".join(str(p) for p in paths))
 
 
-def _maxmin_rows(network, result, packet_bytes):
-    from .units import pps_to_mbps
-
-    flows = []
-    for i, name in enumerate(result.flow_names):
-        rate = result.rates_pps[i]
-        if not result.active[i]:
-            text = "(inactive)"
-        elif result.limited_by_demand[i]:
-            text = "(its demand)"
-        else:
-            text = ", ".join(result.bottleneck_names(i)) or "-"
-        row = {"name": name, "rate_pps": float(rate), "rate_mbps": pps_to_mbps(float(rate), packet_bytes),
-               "bottlenecks": result.bottleneck_names(i), "limited_by_demand": bool(result.limited_by_demand[i]),
-               "active": bool(result.active[i]), "bottleneck_text": text}
-        if result.exact:
-            row["rate_pps_exact"] = str(rate)
-        flows.append(row)
-    links = []
-    for l, link in enumerate(network.links):
-        load = float(result.link_load_pps[l])
-        links.append({"name": link.name, "capacity_pps": link.capacity_pps,
-                      "capacity_mbps": pps_to_mbps(link.capacity_pps, packet_bytes), "load_pps": load,
-                      "load_mbps": pps_to_mbps(load, packet_bytes), "utilization": float(result.utilization[l])})
-    return flows, links
-
-
 def _text_table(headers, rows) -> str:
     widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
     lines = ["  ".join(str(x).ljust(w) if k == 0 else str(x).rjust(w) for k, (x, w) in enumerate(zip(line, widths)))
              for line in [headers, *rows]]
     return "\n".join(line.rstrip() for line in lines)
-
-
-def _write_maxmin(path: Path, flows, links, network_file, at_s, exact, packet_bytes) -> None:
-    import csv
-    import datetime as _dt
-    import json
-
-    from ._version import __version__
-
-    if path.suffix.lower() == ".json":
-        data = {
-            "fluidcc_version": __version__,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "command": _command_line(),
-            "network_file": str(network_file),
-            "at_s": at_s,
-            "exact": exact,
-            "packet_bytes": packet_bytes,
-            "flows": [{k: v for k, v in row.items() if k != "bottleneck_text"} for row in flows],
-            "links": links,
-        }
-        path.write_text(json.dumps(data, indent=2) + "\n")
-        return
-    columns = ["kind", "name", "rate_pps", "rate_mbps"] + (["rate_pps_exact"] if exact else []) + [
-        "bottlenecks", "limited_by_demand", "active", "capacity_pps", "capacity_mbps", "load_pps", "load_mbps",
-        "utilization"]
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        for row in flows:
-            writer.writerow({**row, "kind": "flow", "bottlenecks": " ".join(row["bottlenecks"])})
-        for row in links:
-            writer.writerow({**row, "kind": "link"})
 
 
 if __name__ == "__main__":

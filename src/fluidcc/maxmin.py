@@ -59,7 +59,8 @@ from .units import DEFAULT_PACKET_BYTES
 import jax  # noqa: E402  (after _jax_setup has configured it)
 import jax.numpy as jnp  # noqa: E402
 
-__all__ = ["MaxMinResult", "maxmin", "maxmin_at", "maxmin_batch", "maxmin_sympy", "is_maxmin_fair"]
+__all__ = ["MaxMinResult", "allocation_rows", "maxmin", "maxmin_at", "maxmin_batch", "maxmin_sympy", "is_maxmin_fair",
+           "write_allocation"]
 
 #: Two saturation (or demand) levels within this relative distance are one event (float modes).
 TIE_RTOL = 1e-12
@@ -633,3 +634,76 @@ def maxmin_sympy(network: Network, *, capacities_pps=None, weights=None, demands
             value = rational(w[j]) * level
             fixed[j] = Fraction(int(value.p), int(value.q))
     return [fixed[i] for i in range(n_flows)]
+
+
+# ------------------------------------------------------------------------------- output
+def allocation_rows(network: Network, result: "MaxMinResult") -> tuple[list[dict], list[dict]]:
+    """The allocation as rows: per flow its rate (packets/s and Mb/s in the network's packet
+    size; as a fraction in exact mode), bottleneck links, whether its demand or inactivity limits
+    it, and a short text of what limits it; per link its capacity, load and utilization."""
+    from .units import pps_to_mbps
+
+    packet_bytes = network.packet_bytes
+    flows = []
+    for i, name in enumerate(result.flow_names):
+        rate = result.rates_pps[i]
+        if not result.active[i]:
+            text = "(inactive)"
+        elif result.limited_by_demand[i]:
+            text = "(its demand)"
+        else:
+            text = ", ".join(result.bottleneck_names(i)) or "-"
+        row = {"name": name, "rate_pps": float(rate), "rate_mbps": pps_to_mbps(float(rate), packet_bytes),
+               "bottlenecks": result.bottleneck_names(i), "limited_by_demand": bool(result.limited_by_demand[i]),
+               "active": bool(result.active[i]), "bottleneck_text": text}
+        if result.exact:
+            row["rate_pps_exact"] = str(rate)
+        flows.append(row)
+    links = []
+    for l, link in enumerate(network.links):
+        load = float(result.link_load_pps[l])
+        links.append({"name": link.name, "capacity_pps": link.capacity_pps,
+                      "capacity_mbps": pps_to_mbps(link.capacity_pps, packet_bytes), "load_pps": load,
+                      "load_mbps": pps_to_mbps(load, packet_bytes), "utilization": float(result.utilization[l])})
+    return flows, links
+
+
+#: File types `write_allocation` writes.
+ALLOCATION_SUFFIXES = (".csv", ".json")
+
+
+def write_allocation(path, network: Network, result: "MaxMinResult", *, at_s: float | None = None,
+                     provenance: dict | None = None):
+    """Write the allocation to `path`: .csv (one row per flow, then one per link) or .json (flows,
+    links, the time `at_s` it was computed at, and provenance: version, date and `provenance`'s
+    entries, e.g. the command and the network file). Returns the path."""
+    import csv
+    import datetime as _dt
+    import json
+    from pathlib import Path
+
+    from ._version import __version__
+
+    path = Path(path)
+    if path.suffix.lower() not in ALLOCATION_SUFFIXES:
+        raise ParameterError("path", str(path), "a file name ending in .csv or .json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flows, links = allocation_rows(network, result)
+    if path.suffix.lower() == ".json":
+        data = {"fluidcc_version": __version__,
+                "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                **(provenance or {}), "at_s": at_s, "exact": result.exact, "packet_bytes": network.packet_bytes,
+                "flows": [{k: v for k, v in row.items() if k != "bottleneck_text"} for row in flows], "links": links}
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        return path
+    columns = ["kind", "name", "rate_pps", "rate_mbps"] + (["rate_pps_exact"] if result.exact else []) + [
+        "bottlenecks", "limited_by_demand", "active", "capacity_pps", "capacity_mbps", "load_pps", "load_mbps",
+        "utilization"]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in flows:
+            writer.writerow({**row, "kind": "flow", "bottlenecks": " ".join(row["bottlenecks"])})
+        for row in links:
+            writer.writerow({**row, "kind": "link"})
+    return path
