@@ -44,9 +44,12 @@ def run_sweep(
     progress: Callable[[int, int], None] | None = None,
     command: str = "",
     smooth: bool = False,
+    longer_for: tuple[int, ...] = HORIZON_BOUND,
 ) -> xr.Dataset:
     """Run a sweep and return its dataset; with `out_dir`, keep partial results and write sweep.nc.
 
+    longer_for: the behaviours whose points are integrated again over a longer horizon (default:
+    transient and converging, whose class the horizon decides).
     smooth: simulate the model's smooth form (`linearizable()`: without the projection of the
     queue at 0), the nonlinear model that linear analysis linearizes.
     """
@@ -74,7 +77,8 @@ def run_sweep(
             with np.load(path) as stored:
                 chunk = {name: stored[name] for name in _FIELDS}
         else:
-            chunk = _solve_chunk(spec, entry, {n: v[lo:hi] for n, v in values.items()}, thresholds, smooth)
+            chunk = _solve_chunk(spec, entry, {n: v[lo:hi] for n, v in values.items()}, thresholds, smooth,
+                                 longer_for)
             if path is not None:
                 tmp = path.with_suffix(".tmp.npz")
                 np.savez(tmp, **chunk)
@@ -99,7 +103,7 @@ def _build(entry, values, smooth):
     return (system.linearizable() if smooth else system), params
 
 
-def _solve_chunk(spec: SweepSpec, entry, values, thresholds, smooth=False):
+def _solve_chunk(spec: SweepSpec, entry, values, thresholds, smooth=False, longer_for=HORIZON_BOUND):
     system, params = _build(entry, values, smooth)
     equilibrium = entry.equilibrium(values)
     observed = entry.observed_index(system, params)
@@ -112,7 +116,7 @@ def _solve_chunk(spec: SweepSpec, entry, values, thresholds, smooth=False):
     # small oscillation is not seen yet): integrate again over a longer horizon.
     longer = spec.horizon_rtts
     while longer * 4 <= spec.horizon_limit_rtts:
-        pending = np.flatnonzero(np.isin(result["behaviour"], HORIZON_BOUND))
+        pending = np.flatnonzero(np.isin(result["behaviour"], longer_for))
         if pending.size == 0:
             break
         longer *= 4

@@ -138,8 +138,9 @@ def run_stability(
             sim = run_sweep(
                 spec, Path(out_dir) / "simulation" if out_dir is not None else None, thresholds=thresholds,
                 progress=(lambda d, t, s=stage: progress(s, d, t)) if progress else None, command=command,
-                smooth=smooth,
-            )
+                smooth=smooth, longer_for=(int(Behaviour.TRANSIENT),),
+            )  # a stability map counts converging and converged alike as settled: a longer horizon
+            # cannot change the verdict of a converging point, only a transient one's
             suffix = "_smooth" if smooth else ""
             for name in sim.data_vars:
                 data[name + suffix] = sim[name]
