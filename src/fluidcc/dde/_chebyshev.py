@@ -455,12 +455,8 @@ class Chebyshev(Method):
         return resolution_ladder(self.pieces_per_delay, self.nodes, max(self.max_pieces_per_delay, self.pieces_per_delay),
                                  max_nodes=max(MAX_NODES, self.nodes))
 
-    def supports(self, system, params) -> bool:
-        try:
-            require_linear_form(system, params)
-        except ParameterError:
-            return False
-        return True
+    def require(self, system, params) -> None:
+        require_linear_form(system, params)
 
     def run(self, system, params, size, t_final, grid, names, rtol, batch_chunk, progress, started) -> Solution:
         point = jax.tree_util.tree_map(lambda a: a[0], take(params, np.array([0])))

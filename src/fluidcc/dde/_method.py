@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+import numpy as np
+
 from ..errors import ParameterError
 
 
@@ -21,8 +23,16 @@ class Method:
     #: Whether the method refines each point to `solve`'s rtol (else rtol must be None).
     adaptive = False
 
+    def require(self, system, params) -> None:
+        """Raise a ParameterError (field "method") saying why the method cannot integrate `system`
+        (its structure, not its parameter values); return if it can."""
+
     def supports(self, system, params) -> bool:
-        """Whether the method can integrate `system` (its structure, not its parameter values)."""
+        """Whether the method can integrate `system` (`require` without the error)."""
+        try:
+            self.require(system, params)
+        except ParameterError:
+            return False
         return True
 
     def run(self, system, params, size: int, t_final, grid, names: list[str], rtol: float | None, batch_chunk: int,
@@ -47,8 +57,5 @@ class Method:
 
 def whole_at_least(name: str, value, low: int) -> None:
     """Raise naming `name` unless `value` is a whole number >= low."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        import numpy as np
-
-        if not (isinstance(value, np.integer) and value >= low):
-            raise ParameterError(name, value, f"a whole number >= {low}")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ParameterError(name, value, f"a whole number >= {low}")

@@ -515,21 +515,19 @@ class Reference(Method):
 
     log_space: bool = True
     name = "scipy"
+    #: The function that integrates the batch point by point: (ys, status, messages).
+    integrate = staticmethod(solve_reference)
 
     def run(self, system, params, size, t_final, grid, names, rtol, batch_chunk, progress, started) -> Solution:
-        ys, status, messages = solve_reference(system, params, t_final, grid, log_space=self.log_space)
+        ys, status, messages = self.integrate(system, params, t_final, grid, log_space=self.log_space)
         return Solution(grid, ys, status, messages, names, self.name, info={"wall_s": time.perf_counter() - started})
 
 
 @dataclass(frozen=True)
-class DDEint(Method):
+class DDEint(Reference):
     """The `ddeint` package, for comparison only (`solve_ddeint`): it reads delayed values from an
     interpolation of its own past output that lags the integrator, so it misses sharp start-up
-    transients by orders of magnitude."""
+    transients by orders of magnitude. log_space as for `Reference`."""
 
-    log_space: bool = True
     name = "ddeint"
-
-    def run(self, system, params, size, t_final, grid, names, rtol, batch_chunk, progress, started) -> Solution:
-        ys, status, messages = solve_ddeint(system, params, t_final, grid, log_space=self.log_space)
-        return Solution(grid, ys, status, messages, names, self.name, info={"wall_s": time.perf_counter() - started})
+    integrate = staticmethod(solve_ddeint)

@@ -35,24 +35,21 @@ def resolve_method(method: Method | str, system: DDESystem, params: Any, **optio
     the first of AUTO_ORDER that supports the system). An option the method does not take, or an
     option given beside a method object, is a ParameterError naming it."""
     if isinstance(method, Method):
-        for option, value in options.items():
+        if options:
+            option, value = next(iter(options.items()))
             raise ParameterError(option, value, f"set on the method object ({type(method).__name__}({option}=...)), "
                                  "not beside it")
-        if not method.supports(system, params):
-            require_linear_form(system, params)  # the one method that may not: raises saying why
-        return method
-    if method == "auto":
-        for name in AUTO_ORDER:
-            candidate = METHODS[name]
-            if all(option in candidate.options() for option in options) and \
-                    candidate.with_options(options).supports(system, params):
-                return candidate.with_options(options)
-        return METHODS[AUTO_ORDER[-1]].with_options(options)
-    if method not in METHODS:
+        chosen = method
+    elif method == "auto":
+        takes_options = [METHODS[name].with_options(options) for name in AUTO_ORDER
+                         if set(options) <= set(METHODS[name].options())]
+        return next((m for m in takes_options if m.supports(system, params)),
+                    METHODS[AUTO_ORDER[-1]].with_options(options))
+    elif method in METHODS:
+        chosen = METHODS[method].with_options(options)
+    else:
         raise ParameterError("method", method, f"a method object, or one of {', '.join(METHODS)}, auto")
-    chosen = METHODS[method].with_options(options)
-    if not chosen.supports(system, params):
-        require_linear_form(system, params)
+    chosen.require(system, params)
     return chosen
 
 
