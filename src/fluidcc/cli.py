@@ -309,7 +309,7 @@ def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_del
               help="Per-point simulation tolerance (0 turns refinement off).")
 @click.option("--max-steps-per-delay", default=256, show_default=True, type=int, help="Finest simulation resolution.")
 @click.option("--max-horizon-rtts", default=None, type=float,
-              help="Points still in their start-up transient, or converging, are integrated again over 4x the horizon, up to "
+              help="Points still in their start-up transient are integrated again over 4x the horizon, up to "
                    "this many RTTs [default: 8 x --horizon-rtts].")
 @click.option("--out", default="fluidcc-out/stability", show_default=True, type=click.Path(file_okay=False),
               help="Output folder: stability.nc (NetCDF dataset) and stability.png.")
@@ -380,13 +380,13 @@ def maxmin_command(network_file, at, exact, out) -> None:
     flow's rate in Mb/s and packets/s and its bottleneck link(s), and each link's utilization."""
     from . import units
     from .errors import ParameterError
-    from .maxmin import allocation_rows, maxmin, maxmin_at, write_allocation
+    from .maxmin import ALLOCATION_SUFFIXES, allocation_rows, maxmin, maxmin_at, write_allocation
     from .network import Network
 
     try:
         out_path = Path(out) if out is not None else None
-        if out_path is not None and out_path.suffix.lower() not in (".csv", ".json"):
-            raise ParameterError("--out", out, "a file name ending in .csv or .json")
+        if out_path is not None and out_path.suffix.lower() not in ALLOCATION_SUFFIXES:
+            raise ParameterError("--out", out, "a file name ending in " + " or ".join(ALLOCATION_SUFFIXES))
         network = Network.load(network_file)
         at_s = units.parse_time("--at", at) if at is not None else None
         if at_s is not None and not (at_s >= 0 and at_s < float("inf")):

@@ -686,7 +686,7 @@ def write_allocation(path, network: Network, result: "MaxMinResult", *, at_s: fl
 
     path = Path(path)
     if path.suffix.lower() not in ALLOCATION_SUFFIXES:
-        raise ParameterError("path", str(path), "a file name ending in .csv or .json")
+        raise ParameterError("path", str(path), "a file name ending in " + " or ".join(ALLOCATION_SUFFIXES))
     path.parent.mkdir(parents=True, exist_ok=True)
     flows, links = allocation_rows(network, result)
     if path.suffix.lower() == ".json":
