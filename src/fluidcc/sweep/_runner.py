@@ -88,7 +88,7 @@ def run_sweep(
         if progress is not None:
             progress(hi, spec.size)
 
-    dataset = _dataset(spec, {n: np.concatenate(v) for n, v in results.items()}, thresholds, command)
+    dataset = _dataset(spec, {n: np.concatenate(v) for n, v in results.items()}, thresholds, command, longer_for)
     dataset.attrs["simulated_form"] = "smooth (no projection at q = 0)" if smooth else "model as defined"
     if out_dir is not None:
         target = out_dir / ("sweep-smooth.nc" if smooth else "sweep.nc")
@@ -153,7 +153,8 @@ def _simulate_and_classify(spec, system, params, delay, equilibrium, horizon_rtt
     }
 
 
-def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Thresholds, command: str) -> xr.Dataset:
+def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Thresholds, command: str,
+             longer_for: tuple[int, ...]) -> xr.Dataset:
     entry = single_link_model(spec.model)
     dims = tuple(a.name for a in spec.axes)
     coords = {}
@@ -183,8 +184,8 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
         }),
         "steps_per_delay": grid("steps_per_delay") + ({"long_name": "RK4 steps per delay used (NaN with the chebyshev solver)"},),
         "error_estimate": grid("error_estimate") + ({"long_name": "estimated max relative solver error"},),
-        "horizon_rtts": grid("horizon_rtts") + ({"long_name": "integration horizon used (longer for transient and "
-                                                              "converging points)",
+        "horizon_rtts": grid("horizon_rtts") + ({"long_name": "integration horizon used (longer for points first "
+                                                              + " or ".join(BEHAVIOUR_NAMES[b] for b in longer_for) + ")",
                                                  "units": f"multiples of {entry.delay_parameter}"},),
     }
     fixed = {name: value for name, value in entry.defaults().items() if name not in dims}
