@@ -31,13 +31,17 @@ _UNITS_HELP = (
 _FLAGS = {"duration_s": "--duration", "rtts": "--rtts", "saves_per_rtt": "--saves-per-rtt",
           "save_step_s": "--saves-per-rtt", "steps_per_delay": "--steps-per-delay", "rtol": "--rtol",
           "fmt": "--format", "solver": "--solver", "horizon_rtts": "--horizon-rtts",
-          "max_horizon_rtts": "--max-horizon-rtts", "max_steps_per_delay": "--max-steps-per-delay"}
+          "max_horizon_rtts": "--max-horizon-rtts", "max_steps_per_delay": "--max-steps-per-delay",
+          "grid": "--grid", "axes": "--grid", "setting": "--set", "fixed": "--set"}
 
 
 def _fail(error: FluidccError):
-    """Stop with a usage error; a library error's parameter name becomes the flag that sets it."""
-    if isinstance(error, ParameterError) and error.field in _FLAGS:
-        error = ParameterError(_FLAGS[error.field], error.value, error.allowed)
+    """Stop with a usage error; a library error's parameter name becomes the flag that sets it
+    (also as the first word of a field: ``grid kappa start`` is ``--grid kappa start``)."""
+    if isinstance(error, ParameterError):
+        head, space, rest = error.field.partition(" ")
+        if head in _FLAGS:
+            error = ParameterError(_FLAGS[head] + space + rest, error.value, error.allowed)
     raise click.UsageError(str(error))
 
 

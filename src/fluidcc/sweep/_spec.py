@@ -28,18 +28,20 @@ class GridAxis:
 
 
 def parse_grid(model: str, text: str) -> GridAxis:
-    """Read a `--grid` argument: ``kappa=0.05:2:64``, ``rtt=10ms:1s:32:log`` or ``flows=10,50,100``."""
+    """One grid axis of `model` from its text: ``kappa=0.05:2:64``, ``rtt=10ms:1s:32:log`` or
+    ``flows=10,50,100`` (the format of the command line's ``--grid``). Errors name the field
+    ``grid`` (``grid NAME start``, ...)."""
     entry = single_link_model(model)
     if "=" not in text:
-        raise ParameterError("--grid", text, GRID_FORMAT)
+        raise ParameterError("grid", text, GRID_FORMAT)
     name, _, body = text.partition("=")
     name = name.strip()
     spec = entry.parameter(name)
-    field_name = f"--grid {name}"
+    field_name = f"grid {name}"
     if "," in body or ":" not in body:
         items = [item for item in body.split(",") if item.strip()]
         if not items:
-            raise ParameterError("--grid", text, GRID_FORMAT)
+            raise ParameterError("grid", text, GRID_FORMAT)
         values = np.array([spec.parse(item.strip(), field_name) for item in items])
         scale = "list"
     else:
@@ -47,11 +49,11 @@ def parse_grid(model: str, text: str) -> GridAxis:
         scale = "linear"
         if len(parts) == 4:
             if parts[3].strip().lower() not in ("log", "lin", "linear"):
-                raise ParameterError("--grid", text, GRID_FORMAT)
+                raise ParameterError("grid", text, GRID_FORMAT)
             scale = "log" if parts[3].strip().lower() == "log" else "linear"
             parts = parts[:3]
         if len(parts) != 3:
-            raise ParameterError("--grid", text, GRID_FORMAT)
+            raise ParameterError("grid", text, GRID_FORMAT)
         start = spec.parse(parts[0].strip(), f"{field_name} start")
         stop = spec.parse(parts[1].strip(), f"{field_name} stop")
         try:
@@ -69,18 +71,19 @@ def parse_grid(model: str, text: str) -> GridAxis:
     if spec.kind == "count":
         values = np.round(values)
     if not np.all(np.isfinite(values)):
-        raise ParameterError("--grid", text, "finite values")
+        raise ParameterError("grid", text, "finite values")
     return GridAxis(name=name, values=tuple(float(v) for v in values), scale=scale, text=text)
 
 
 def parse_set(model: str, text: str) -> tuple[str, str]:
-    """Read a `--set NAME=VALUE` argument; returns (name, value text), validating the name."""
+    """One fixed setting ``NAME=VALUE`` of `model` (the format of ``--set``); returns (name, value
+    text), validating the name. Errors name the field ``setting`` (``setting NAME``)."""
     if "=" not in text:
-        raise ParameterError("--set", text, "NAME=VALUE, e.g. kappa=0.25 or capacity=150Mbps")
+        raise ParameterError("setting", text, "NAME=VALUE, e.g. kappa=0.25 or capacity=150Mbps")
     name, _, value = text.partition("=")
     single_link_model(model).parameter(name.strip())
     if not value.strip():
-        raise ParameterError(f"--set {name.strip()}", value, "a value")
+        raise ParameterError(f"setting {name.strip()}", value, "a value")
     return name.strip(), value.strip()
 
 
@@ -113,13 +116,13 @@ class SweepSpec:
 
     def __post_init__(self):
         if not self.axes:
-            raise ParameterError("--grid", "none", "at least one grid axis")
+            raise ParameterError("axes", "none", "at least one grid axis")
         names = [a.name for a in self.axes]
         if len(set(names)) != len(names):
-            raise ParameterError("--grid", names, "each parameter swept at most once")
+            raise ParameterError("axes", names, "each parameter swept at most once")
         clash = set(names) & set(self.fixed)
         if clash:
-            raise ParameterError("--set", sorted(clash), "parameters not also swept by --grid")
+            raise ParameterError("fixed", sorted(clash), "parameters not also swept on an axis")
         if not self.horizon_rtts > 0:
             raise ParameterError("horizon_rtts", self.horizon_rtts, "a horizon > 0 RTTs")
         if self.max_horizon_rtts is not None and not self.max_horizon_rtts >= self.horizon_rtts:
