@@ -1,4 +1,4 @@
-"""Matplotlib helpers: sweep heat maps and time-series figures (files, no screen needed)."""
+"""Matplotlib helpers: sweep heat maps, stability maps, time series of fluid runs and packet runs (files, no screen needed)."""
 
 from __future__ import annotations
 
@@ -227,6 +227,86 @@ def network_rates_figure(dataset: xr.Dataset, path: str | Path | None = None, *,
     axes[1].set_ylabel("link utilization")
     axes[1].set_xlabel("time [s]")
     axes[0].set_title(title or dataset.attrs.get("title", "simulation on a network"))
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig
+
+
+def packet_afct_figure(dataset: xr.Dataset, bins: list[dict], reference: tuple[float, float, float] | None,
+                       path: str | Path | None = None):
+    """AFCT against flow size on log axes of a packet run (`fluidcc.packet.simulate`; the runs'
+    flows pooled): each finished flow, the mean per size bin (`bins`: rows with
+    ``mean_size_packets``, ``afct_s`` and optionally ``sample_ps_afct_s``, the processor sharing
+    of the same arrivals), and with `reference` = (capacity packets/s, load, RTPD s) the M/G/1
+    processor-sharing curve 1.5 RTPD + L / (C (1 - rho)) (RCP paper, eq. 3)."""
+    from .packet import metrics
+
+    size, fct = dataset["size"].values, dataset["fct"].values
+    done = np.isfinite(size) & np.isfinite(fct)
+    fig, ax = plt.subplots(figsize=(8, 5.5), constrained_layout=True)
+    shown = np.flatnonzero(done.reshape(-1))
+    if shown.size > 20_000:  # keep the file small: a fixed subsample of the flows
+        shown = np.random.default_rng(0).choice(shown, 20_000, replace=False)
+    ax.scatter(size.reshape(-1)[shown], fct.reshape(-1)[shown], s=3, color="0.6", alpha=0.35, lw=0,
+               label="flows (finished)")
+    if bins:
+        x = [row["mean_size_packets"] for row in bins]
+        ax.plot(x, [row["afct_s"] for row in bins], "o-", color="C0", label=f"AFCT ({dataset.attrs['protocol']})")
+        if all(row.get("sample_ps_afct_s") is not None for row in bins):
+            ax.plot(x, [row["sample_ps_afct_s"] for row in bins], "s:", color="C2",
+                    label="processor sharing of these arrivals")
+    if reference is not None and done.any():
+        capacity, load, rtpd = reference
+        grid = np.geomspace(1.0, max(2.0, float(np.nanmax(size[done]))), 200)
+        ax.plot(grid, metrics.ps_fct(grid, capacity, load, rtpd), "--", color="k",
+                label=f"processor sharing, M/G/1 (eq. 3): rho = {load:g}")
+        ax.set_title(f"{dataset.attrs['protocol']}: load {load:g}, C = {capacity:g} packets/s, "
+                     f"RTPD {1e3 * rtpd:g} ms, {dataset.sizes['run']} run(s)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("flow size [packets]")
+    ax.set_ylabel("flow completion time [s]")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig
+
+
+def packet_links_figure(dataset: xr.Dataset, path: str | Path | None = None):
+    """Utilization and mean queue of every link over time of a packet run, one line per run and link.
+
+    The utilization of a sample is the dataset's ``served`` (the packets the link sent on in the
+    sample) over capacity x sample interval.
+    """
+    import json
+    import math
+
+    t = dataset["sample_time"].values
+    interval = float(t[0])
+    capacities = np.array([link["capacity"] for link in json.loads(dataset.attrs["network"])["links"]])
+    served, queue = dataset["served"].values, dataset["queue"].values
+    links = [str(name) for name in dataset["link"].values]
+    n_runs = dataset.sizes["run"]
+    fig, axes = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True, constrained_layout=True)
+    alpha = 1.0 if n_runs == 1 else max(0.25, 1.0 / math.sqrt(n_runs))
+    for l, name in enumerate(links):
+        colour = f"C{l % 10}"
+        for r in range(n_runs):
+            label = name if r == 0 else None
+            axes[0].plot(t, served[r, :, l] / (capacities[l] * interval), color=colour, lw=0.8, alpha=alpha,
+                         label=label)
+            axes[1].plot(t, queue[r, :, l], color=colour, lw=0.8, alpha=alpha, label=label)
+    axes[0].axhline(1.0, color="k", ls=":", lw=0.8)
+    axes[0].set_ylabel("utilization\n[served / (capacity x sample)]")
+    axes[1].set_ylabel("queue [packets]")
+    axes[1].set_xlabel("time [s]")
+    if len(links) <= 12:
+        axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="link")
+    runs = f", {n_runs} runs" if n_runs > 1 else ""
+    axes[0].set_title(f"{dataset.attrs.get('protocol', '')}: links over time (samples of {1e3 * interval:g} ms{runs})")
     if path is not None:
         fig.savefig(path, dpi=120)
         plt.close(fig)

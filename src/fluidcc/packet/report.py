@@ -172,80 +172,19 @@ def write_outputs(dataset, scenario, out_dir: str | Path) -> Outputs:
 
 
 def afct_figure(dataset, summary: dict, path: str | Path) -> Path:
-    """AFCT against flow size on log axes (the runs' flows pooled): each finished flow, the mean
-    per power-of-two bin, the M/G/1 processor-sharing curve 1.5 RTPD + L / (C (1 - rho)) (RCP
-    paper, eq. 3) and the processor sharing of the same arrivals (`metrics.ps_fct_of`)."""
-    from matplotlib.figure import Figure
+    """The run's AFCT against flow size (`fluidcc.plotting.packet_afct_figure`), written to `path`."""
+    from ..plotting import packet_afct_figure
 
-    from . import metrics
-
-    size, fct = dataset["size"].values, dataset["fct"].values
-    done = np.isfinite(size) & np.isfinite(fct)
-    fig = Figure(figsize=(8, 5.5), constrained_layout=True)
-    ax = fig.add_subplot()
-    shown = np.flatnonzero(done.reshape(-1))
-    if shown.size > 20_000:  # keep the file small: a fixed subsample of the flows
-        shown = np.random.default_rng(0).choice(shown, 20_000, replace=False)
-    ax.scatter(size.reshape(-1)[shown], fct.reshape(-1)[shown], s=3, color="0.6", alpha=0.35, lw=0,
-               label="flows (finished)")
     bins = [row for row in summary["mean"].get("afct_by_size", []) if row["flows"] > 0]
-    if bins:
-        x = [row["mean_size_packets"] for row in bins]
-        ax.plot(x, [row["afct_s"] for row in bins], "o-", color="C0", label=f"AFCT ({dataset.attrs['protocol']})")
-        if all(row.get("sample_ps_afct_s") is not None for row in bins):
-            ax.plot(x, [row["sample_ps_afct_s"] for row in bins], "s:", color="C2",
-                    label="processor sharing of these arrivals")
-    reference = _reference(dataset)
-    if reference is not None and done.any():
-        capacity, load, rtpd = reference
-        grid = np.geomspace(1.0, max(2.0, float(np.nanmax(size[done]))), 200)
-        ax.plot(grid, metrics.ps_fct(grid, capacity, load, rtpd), "--", color="k",
-                label=f"processor sharing, M/G/1 (eq. 3): rho = {load:g}")
-        ax.set_title(f"{dataset.attrs['protocol']}: load {load:g}, C = {capacity:g} packets/s, "
-                     f"RTPD {1e3 * rtpd:g} ms, {dataset.sizes['run']} run(s)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("flow size [packets]")
-    ax.set_ylabel("flow completion time [s]")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.savefig(path, dpi=120)
+    packet_afct_figure(dataset, bins, _reference(dataset), path)
     return Path(path)
 
 
 def link_figure(dataset, path: str | Path) -> Path:
-    """Utilization and mean queue of every link over time, one line per run and link.
+    """The links' utilization and queue over time (`fluidcc.plotting.packet_links_figure`), written to `path`."""
+    from ..plotting import packet_links_figure
 
-    The utilization of a sample is the dataset's ``served`` (the packets the link sent on in the
-    sample) over capacity x sample interval.
-    """
-    from matplotlib.figure import Figure
-
-    t = dataset["sample_time"].values
-    interval = float(t[0])
-    capacities = np.array([link["capacity"] for link in json.loads(dataset.attrs["network"])["links"]])
-    served, queue = dataset["served"].values, dataset["queue"].values
-    links = [str(name) for name in dataset["link"].values]
-    n_runs = dataset.sizes["run"]
-    fig = Figure(figsize=(9, 6.5), constrained_layout=True)
-    axes = fig.subplots(2, 1, sharex=True)
-    alpha = 1.0 if n_runs == 1 else max(0.25, 1.0 / math.sqrt(n_runs))
-    for l, name in enumerate(links):
-        colour = f"C{l % 10}"
-        for r in range(n_runs):
-            label = name if r == 0 else None
-            axes[0].plot(t, served[r, :, l] / (capacities[l] * interval), color=colour, lw=0.8, alpha=alpha,
-                         label=label)
-            axes[1].plot(t, queue[r, :, l], color=colour, lw=0.8, alpha=alpha, label=label)
-    axes[0].axhline(1.0, color="k", ls=":", lw=0.8)
-    axes[0].set_ylabel("utilization\n[served / (capacity x sample)]")
-    axes[1].set_ylabel("queue [packets]")
-    axes[1].set_xlabel("time [s]")
-    if len(links) <= 12:
-        axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="link")
-    runs = f", {n_runs} runs" if n_runs > 1 else ""
-    axes[0].set_title(f"{dataset.attrs.get('protocol', '')}: links over time (samples of {1e3 * interval:g} ms{runs})")
-    fig.savefig(path, dpi=120)
+    packet_links_figure(dataset, path)
     return Path(path)
 
 
