@@ -165,6 +165,54 @@ def test_every_protocol_lives_in_some_layer_and_its_models_build():
             assert protocol.packet_class().name == name
 
 
+def _just_outside_and_inside(spec):
+    """Values just outside and just inside each finite end of spec's range."""
+    low, high = spec.bounds()
+    step = (lambda a: 1.0) if spec.kind == "count" else (lambda a: 1e-9 * max(1.0, abs(a)))
+    pairs = []
+    if low is not None:
+        a, closed = low
+        pairs.append((a - step(a), a) if closed else (a, a + step(a)))
+    if high is not None:
+        b, closed = high
+        pairs.append((b + step(b), b) if closed else (b, b - step(b)))
+    return pairs
+
+
+SINGLE_LINK_PARAMETERS = [(name, spec) for name in protocols.names("single_link")
+                          for spec in protocols.single_link_model(name).parameters]
+
+
+@pytest.mark.parametrize("model, spec", SINGLE_LINK_PARAMETERS,
+                         ids=[f"{name}-{spec.name}" for name, spec in SINGLE_LINK_PARAMETERS])
+def test_a_declared_range_is_what_the_model_accepts(model, spec):
+    """The range a spec declares (shown by `fluidcc models`) is the one its builder enforces: a
+    value just outside each end is an error naming the parameter, the end or just inside is not."""
+    assert spec.range, f"{model}.{spec.name} declares no range"
+    assert spec.contains(spec.default)
+    entry = protocols.single_link_model(model)
+    pairs = _just_outside_and_inside(spec)
+    assert pairs
+    for outside, inside in pairs:
+        assert not spec.contains(outside) and spec.contains(inside)
+        values = {k: np.asarray([v]) for k, v in entry.defaults().items()}
+        values[spec.name] = np.asarray([outside])
+        with pytest.raises(ParameterError) as error:
+            entry.aggregate(values)
+        assert error.value.field in (spec.name, spec.field_name), (spec.name, error.value)
+        values[spec.name] = np.asarray([inside])
+        entry.aggregate(values)
+
+
+@pytest.mark.parametrize("bad", ["0..1", "> x", "(0, 1", "=> 0"])
+def test_a_range_of_unknown_form_is_an_error(bad):
+    with pytest.raises(ParameterError) as error:
+        ParameterSpec("gain", "number", 0.5, "a gain", range=bad)
+    assert error.value.field == "parameter gain: range" and "(a, b]" in error.value.allowed
+    with pytest.raises(ParameterError, match="default"):
+        ParameterSpec("gain", "number", -1.0, "a gain", range="> 0")
+
+
 @pytest.mark.parametrize("call, field, allowed", [
     (lambda: protocols.get_protocol("sctp"), "protocol", "miaimd, xcp, ixcp, rcp, qcp, tcp, open_loop"),
     (lambda: protocols.single_link_model("tcp"), "model", "tcp has: packet"),

@@ -79,7 +79,8 @@ def models_command() -> None:
         click.echo(f"{entry.name}: {entry.description}")
         for p in entry.parameters:
             unit = f" [{p.unit}]" if p.unit else ""
-            click.echo(f"  {p.name:<15} default {p.default:<12.6g}{unit}  {p.help}")
+            allowed = f" (range {p.range})" if p.range else ""
+            click.echo(f"  {p.name:<15} default {p.default:<12.6g}{unit}  {p.help}{allowed}")
     click.echo("per-flow models on a network (fluidcc simulate MODEL --network FILE; link capacities, delays "
                "and flows come from the file):")
     for name in protocols.names("network"):

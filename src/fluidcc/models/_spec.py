@@ -18,13 +18,20 @@ from ..errors import ParameterError
 PARAMETER_UNITS = {"rate": "packets/s", "time": "s", "count": "", "number": ""}
 
 
+#: The forms of a parameter's range: ``> a``, ``>= a``, ``< b``, ``<= b`` or an interval such as
+#: ``(0, 1]`` (round bracket: open end, square bracket: closed end).
+RANGE_FORMS = "'> a', '>= a', '< b', '<= b' or an interval '(a, b]', '[a, b)', ..."
+
+
 @dataclass(frozen=True)
 class ParameterSpec:
-    """One user-facing parameter: name, kind of quantity, default and help text.
+    """One user-facing parameter: name, kind of quantity, default, help text and range.
 
     kind: "number" (dimensionless), "rate" (packets/s; accepts bps, kbps, Mbps, Gbps, pps),
-    "time" (seconds; accepts s, ms, us) or "count" (a whole number). The model's parameter
-    builder checks the range and names the field when a value is out of it.
+    "time" (seconds; accepts s, ms, us) or "count" (a whole number). range: the values the model
+    takes, in SI units (see `RANGE_FORMS`; "" for any real number). The model's parameter builder
+    enforces it and names the field when a value is out of it; the range here says it to users
+    (``fluidcc models``), and the tests check that the builder rejects just what it excludes.
     """
 
     name: str
@@ -32,10 +39,43 @@ class ParameterSpec:
     default: float
     help: str
     field: str = ""  # the parameter dataclass field it sets (default: the same name)
+    range: str = ""
 
     def __post_init__(self):
         if self.kind not in PARAMETER_UNITS:
             raise ParameterError(f"parameter {self.name}: kind", self.kind, f"one of {', '.join(PARAMETER_UNITS)}")
+        if not self.contains(self.default):  # also checks the range's form
+            raise ParameterError(f"parameter {self.name}: default", self.default, f"a value in its range {self.range}")
+
+    def bounds(self) -> tuple[tuple[float, bool] | None, tuple[float, bool] | None]:
+        """(low, high) ends of the range, each (value, closed) or None when unbounded."""
+        text = self.range.replace(" ", "")
+        try:
+            if not text:
+                return None, None
+            for sign, closed in ((">=", True), (">", False)):
+                if text.startswith(sign):
+                    return (float(text[len(sign):]), closed), None
+            for sign, closed in (("<=", True), ("<", False)):
+                if text.startswith(sign):
+                    return None, (float(text[len(sign):]), closed)
+            if text[0] in "([" and text[-1] in ")]" and text.count(",") == 1:
+                low, high = text[1:-1].split(",")
+                return (float(low), text[0] == "["), (float(high), text[-1] == "]")
+        except ValueError:
+            pass
+        raise ParameterError(f"parameter {self.name}: range", self.range, RANGE_FORMS)
+
+    def contains(self, value) -> np.ndarray:
+        """Whether each value lies in the range."""
+        value = np.asarray(value, dtype=np.float64)
+        low, high = self.bounds()
+        inside = np.isfinite(value)
+        if low is not None:
+            inside &= value >= low[0] if low[1] else value > low[0]
+        if high is not None:
+            inside &= value <= high[0] if high[1] else value < high[0]
+        return inside
 
     @property
     def field_name(self) -> str:

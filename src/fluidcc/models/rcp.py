@@ -135,9 +135,9 @@ SINGLE_LINK = SingleLinkModel(
     name="rcp",
     description="RCP's rate update, RCP paper eq. (2), in fluid form on one bottleneck, queue kept >= 0",
     parameters=loop_parameters(0.1, 1.0)[:4] + (
-        ParameterSpec("flows", "count", 50, "number of flows N", "n_flows"),
-        ParameterSpec("initial_load", "number", 0.5, "N R / C on [-d, 0] (start-up), > 0"),
-        ParameterSpec("initial_queue", "number", 0.0, "queue on [-d, 0], packets"),
+        ParameterSpec("flows", "count", 50, "number of flows N", "n_flows", range=">= 1"),
+        ParameterSpec("initial_load", "number", 0.5, "N R / C on [-d, 0] (start-up), > 0", range="> 0"),
+        ParameterSpec("initial_queue", "number", 0.0, "queue on [-d, 0], packets", range=">= 0"),
     ),
     aggregate=_single_link_aggregate,
     observed="rate",

@@ -139,13 +139,14 @@ def theorem_condition(alpha) -> np.ndarray:
 def loop_parameters(alpha: float, beta: float) -> tuple[ParameterSpec, ...]:
     """The user-facing parameters of an aggregate loop with gains (alpha, beta) by default."""
     return (
-        ParameterSpec("alpha", "number", alpha, "gain on the spare capacity alpha >= 0"),
-        ParameterSpec("beta", "number", beta, "gain on the queue beta >= 0"),
+        ParameterSpec("alpha", "number", alpha, "gain on the spare capacity alpha >= 0", range=">= 0"),
+        ParameterSpec("beta", "number", beta, "gain on the queue beta >= 0", range=">= 0"),
         ParameterSpec("capacity", "rate", units.mbps_to_pps(150.0), "link capacity C (default 150Mbps)",
-                      "capacity_pps"),
-        ParameterSpec("rtt", "time", 0.08, "round-trip time = control interval d (default 80ms)", "rtt_s"),
-        ParameterSpec("initial_load", "number", 0.5, "aggregate rate / C on [-d, 0] (start-up)"),
-        ParameterSpec("initial_queue", "number", 0.0, "queue on [-d, 0], packets"),
+                      "capacity_pps", range="> 0"),
+        ParameterSpec("rtt", "time", 0.08, "round-trip time = control interval d (default 80ms)", "rtt_s",
+                      range="> 0"),
+        ParameterSpec("initial_load", "number", 0.5, "aggregate rate / C on [-d, 0] (start-up)", range=">= 0"),
+        ParameterSpec("initial_queue", "number", 0.0, "queue on [-d, 0], packets", range=">= 0"),
     )
 
 
