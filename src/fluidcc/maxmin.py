@@ -591,7 +591,6 @@ def maxmin_sympy(network: Network, *, capacities_pps=None, weights=None, demands
     caps, w, d, capped = _exact_inputs(topo, capacities_pps, weights, demands_pps)
     n_links, n_flows = topo.routing.shape
     rational = lambda value: sympy.Rational(value.numerator, value.denominator)  # noqa: E731
-    n_vars = n_flows + 1  # r_0 .. r_{N-1}, t
     base_rows, base_rhs = [], []
     for l in range(n_links):
         base_rows.append([int(x) for x in topo.routing[l]] + [0])

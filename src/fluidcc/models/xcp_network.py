@@ -299,7 +299,6 @@ class XCPNetwork(DDESystem):
         return jnp.concatenate(parts)
 
     def vector_field_log(self, t, z, z_delayed, params, log_mask):
-        n = self.network.n_flows
         log = np.asarray(log_mask)
         x = jnp.where(log, jnp.exp(jnp.where(log, z, 0.0)), z)
         x_delayed = jnp.where(log, jnp.exp(jnp.where(log, z_delayed, 0.0)), z_delayed)
