@@ -102,6 +102,9 @@ def test_the_unknown_link_error_lists_the_network_links():
         (spec(flows=[{"name": "f", "route": ["a"], "stop": "1s", "start": "2s"}]), "flow 'f': stop", 1.0),
         (spec(flows=[{"name": "f", "route": ["a"]}, {"name": "f", "route": ["a"]}]), "flows.name", "f"),
         (spec(packet_bytes=0), "packet_bytes", 0),
+        (spec(packet_bytes=1000.5), "packet_bytes", 1000.5),  # not truncated to 1000
+        (spec(packet_bytes="1500"), "packet_bytes", "1500"),
+        (spec(packet_bytes=True), "packet_bytes", True),
     ],
 )
 def test_invalid_files_raise_naming_the_entry(data, field, value):

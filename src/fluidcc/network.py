@@ -318,9 +318,11 @@ class Network:
         unknown = set(data) - {"links", "flows", "packet_bytes", "name", "description"}
         if unknown:
             raise NetworkError("network", sorted(unknown)[0], "keys among links, flows, packet_bytes, name, description")
-        packet_bytes = int(data.get("packet_bytes", DEFAULT_PACKET_BYTES))
-        if packet_bytes <= 0:
+        packet_bytes = data.get("packet_bytes", DEFAULT_PACKET_BYTES)
+        if (isinstance(packet_bytes, bool) or not isinstance(packet_bytes, (int, float))
+                or not math.isfinite(packet_bytes) or packet_bytes != int(packet_bytes) or packet_bytes <= 0):
             raise NetworkError("packet_bytes", packet_bytes, "a whole number of bytes > 0")
+        packet_bytes = int(packet_bytes)
         links = [_link_from(entry, i, packet_bytes) for i, entry in enumerate(_list(data, "links"))]
         flows: list[Flow] = []
         for i, entry in enumerate(_list(data, "flows")):

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ParameterError
 from ..network import Network, toml_loads
-from ..units import DEFAULT_PACKET_BYTES, parse_rate, parse_time
+from ..units import parse_rate, parse_time
 from . import workloads as wl
 
 WORKLOAD_KINDS = ("poisson", "long_lived")
@@ -69,14 +69,15 @@ def parse(data: Mapping[str, Any], base: Path) -> dict[str, Any]:
     if "network" not in data:
         raise ParameterError("network", MISSING, 'a [network] table: file = "net.toml", or the network inline '
                              "([[network.links]], [[network.flows]]) (required)")
-    network, packet_bytes = _network(data["network"], base)
+    network = _network(data["network"], base)
+    packet_bytes = network.packet_bytes
     workload = _workload(data.get("workload", {"kind": "long_lived"}), network, packet_bytes, duration, base)
     if "protocol" not in data:
         raise ParameterError("protocol", MISSING, f'a [protocol] table with name = one of '
                              f'{", ".join(protocol_names())} (required)')
     protocol = _protocol(data["protocol"], packet_bytes)
     return {"network": network, "protocol": protocol, "workload": workload, "duration_s": duration, "seeds": seeds,
-            "slot_s": slot, "sample_s": sample, "packet_bytes": packet_bytes}
+            "slot_s": slot, "sample_s": sample}
 
 
 def _keys(data, where: str, allowed: Sequence[str], what: str) -> None:
@@ -150,7 +151,7 @@ def prefixed(prefix: str):
         raise type(error)(f"{prefix}{joint}{error.field}", error.value, error.allowed) from None
 
 
-def _network(data, base: Path) -> tuple[Network, int]:
+def _network(data, base: Path) -> Network:
     if not isinstance(data, Mapping):
         raise ParameterError("network", data, 'a table: file = "net.toml", or the network inline')
     if "file" in data:
@@ -164,26 +165,11 @@ def _network(data, base: Path) -> tuple[Network, int]:
         if not path.is_file():
             raise ParameterError("network.file", data["file"], f"an existing .toml or .json network file, "
                                  f"relative to the scenario file (looked for {path})")
-        where = f"network ({data['file']})"
-        try:
-            raw = json.loads(path.read_text()) if path.suffix.lower() == ".json" else toml_loads(path.read_text())
-        except ValueError:
-            raw = None  # Network.load says what is wrong with the file
-        packet_bytes = _packet_bytes(f"{where}: packet_bytes", raw)
-        with prefixed(where):
-            network = Network.load(path)
-        return network, packet_bytes
+        with prefixed(f"network ({data['file']})"):
+            return Network.load(path)
     _keys(data, "network", ("file",) + _NETWORK_KEYS, "[network] (file, or a network file's keys)")
-    packet_bytes = _packet_bytes("network.packet_bytes", data)
     with prefixed("network"):
-        network = Network.from_dict(data)
-    return network, packet_bytes
-
-
-def _packet_bytes(field: str, data) -> int:
-    if not isinstance(data, Mapping) or "packet_bytes" not in data:
-        return DEFAULT_PACKET_BYTES
-    return _whole(field, data["packet_bytes"], 1)
+        return Network.from_dict(data)
 
 
 def _route(data, network: Network) -> int:

@@ -87,7 +87,6 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..network import Network
-from ..units import DEFAULT_PACKET_BYTES
 from . import workloads as wl
 from ._schema import SIZE_KINDS, WORKLOAD_KINDS, parse, prefixed, protocol_names, read_file, toml_text
 
@@ -154,8 +153,8 @@ class Scenario:
     """A packet simulation: network, workload, protocol, duration and seeds (module docstring).
 
     duration_s, slot_s, sample_s: seconds (slot_s, sample_s None: `simulate`'s defaults);
-    seeds: one run per seed; packet_bytes: the network's packet size (bytes); text: the scenario
-    file's text; path: the file (None when built from a mapping).
+    seeds: one run per seed; text: the scenario file's text; path: the file (None when built from
+    a mapping). Its packet size is the network's (`packet_bytes`).
     """
 
     network: Network
@@ -165,7 +164,6 @@ class Scenario:
     seeds: tuple[int, ...] = (0,)
     slot_s: float | None = None
     sample_s: float | None = None
-    packet_bytes: int = DEFAULT_PACKET_BYTES
     text: str = ""
     path: Path | None = None
 
@@ -186,6 +184,11 @@ class Scenario:
                    path=None if path is None else Path(path))
 
     # ----------------------------------------------------------------- derived numbers
+    @property
+    def packet_bytes(self) -> int:
+        """The packet size (bytes) rates in the scenario and its network were written in."""
+        return self.network.packet_bytes
+
     @property
     def route_name(self) -> str:
         """The name of the network flow whose route the workload follows (module docstring)."""
