@@ -7,10 +7,10 @@
   if JAX's backends have not been initialised yet when fluidcc is imported.
 * A persistent compilation cache (``~/.cache/fluidcc/jax``, or ``FLUIDCC_JAX_CACHE``; set it
   to an empty string to turn it off), so kernels compiled once are reused by later runs. Every
-  kernel is kept, however quick its compilation: a refinement compiles a dozen small kernels
-  (one per resolution and chunk width), each under half a second but together some 6 s of the
-  first call in a new process (2.1-2.4 s instead of 8.1 s for the throughput benchmark's 10 000
-  points at rtol 1e-6).
+  kernel is kept, however quick its compilation: a refinement compiles a dozen small kernels (one
+  per resolution and chunk width), each quick to compile but together a large part of a new
+  process's first call if compiled again; kept, they are loaded instead (benchmarks/RESULTS.md,
+  appendix, "DDE throughput and accuracy", 2026-11-24).
 """
 
 from __future__ import annotations

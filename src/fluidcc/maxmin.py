@@ -67,9 +67,9 @@ TIE_RTOL = 1e-12
 #: A link counts as saturated, and a weighted rate as the largest on a link, within this relative
 #: tolerance when bottlenecks are read off a float64 allocation.
 BOTTLENECK_RTOL = 1e-9
-#: Capacity vectors per call of the jitted batch kernel. Measured on a 2-core CPU (1000 flows,
-#: 50 links, 10 000 vectors, chunks alternating between 2 devices; benchmarks/RESULTS.md): 128 to
-#: 512 are about equal, 1024 and 2048 up to 2x slower (the (chunk, N) arrays leave the cache).
+#: Capacity vectors per call of the jitted batch kernel (chunks alternate between the devices):
+#: small enough that the kernel's (chunk, N) arrays stay in the CPU's cache. Chosen among the
+#: chunk sizes compared in benchmarks/RESULTS.md, "Max-min fairness (issue: Networks)".
 BATCH_CHUNK = 256
 
 

@@ -142,8 +142,8 @@ def climb(run: Callable, size: int, rungs: Sequence, estimate: Callable, rtol: f
 
 #: Rows (points) per block of the host-side work on whole-batch arrays (checking save grids,
 #: comparing two solutions): its temporaries then stay a few blocks' worth, whatever the batch,
-#: and with a few hundred saves per point they stay in the CPU's cache (checking a grid of
-#: 10 000 x 251 saves took 23 ms in blocks of 65 536 rows, 5.5 ms in blocks of 1 024).
+#: and with a few hundred saves per point they stay in the CPU's cache (benchmarks/RESULTS.md,
+#: "DDE memory", and its appendix, 2026-11-24).
 ROW_BLOCK = 1 << 10
 
 

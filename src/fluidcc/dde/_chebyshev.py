@@ -159,8 +159,9 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
         big_a = delay * integrate(a)
         # e^{-A}, computed once per node: without the barrier XLA fuses the exponential into both
         # of its uses below and turns the division by it into a product with e^{+A}, two
-        # exponentials per node instead of one exponential and a division (about 10 % of a pass on
-        # a CPU, at 12 and at 48 nodes; not measured on a GPU, where an exponential costs less)
+        # exponentials per node instead of one exponential and a division (measured on a CPU:
+        # benchmarks/RESULTS.md, appendix, "DDE throughput and accuracy", 2026-11-24; not measured
+        # on a GPU, where an exponential costs less)
         decay = jax.lax.optimization_barrier(jnp.exp(-big_a))
         forcing = delay * integrate(decay * b)
         gain = 1.0 / decay[-1]  # (M, S, B): x_end = gain x_start + shift
@@ -359,16 +360,14 @@ class ChebyshevRunner:
 
 #: With a tolerance at least this loose, the refinement's first rung is solved in float32
 #: (`ChebyshevRunner.run`): every point is solved again at the second rung, in float64, which
-#: replaces it, so it only serves as the comparison that estimates the second rung's error, and
-#: a float32 pass costs about 0.4 times a float64 one on a CPU (1 x 12 nodes, 10 000 points: 42
-#: against 107 ms). Its rounding (float32's unit roundoff is 6e-8) adds to the estimate: at rtol
-#: 1e-6 itself it is no longer far below rtol, 485 of those 10 000 points went on one more rung,
-#: and the call was no faster (0.68-0.70 s against 0.70 s); at 1e-5 and looser it was 7-12 %
-#: faster. Where the float32 solution fails and the float64 one does not, the first rung is
-#: solved again in float64 for the comparison (`_batching.climb`). Measured on two sets of 10 000
-#: MIAIMD points (benchmarks/RESULTS.md, `chebyshev_tolerance.py`): the kept solutions' largest
-#: errors went from rtol / 145 to rtol / 72 at rtol 1e-6 and from rtol / 63 to rtol / 61 at 5e-5.
-#: Below 1e-6 every rung is float64.
+#: replaces it, so it only serves as the comparison that estimates the second rung's error, and a
+#: float32 pass costs less than a float64 one on a CPU. Its rounding (float32's unit roundoff is
+#: 6e-8) adds to the estimate: at rtol 1e-6 that is no longer far below rtol, and some points go
+#: on one more rung. Where the float32 solution fails and the float64 one does not, the first rung
+#: is solved again in float64 for the comparison (`_batching.climb`). Every kept solution is
+#: float64. Below 1e-6 every rung is float64. What this saves and what it does to the kept
+#: solutions' errors, measured on MIAIMD: benchmarks/RESULTS.md, "Chebyshev refinement: error
+#: against tolerance", and its appendix, "DDE throughput and accuracy", 2026-11-24.
 COARSE_FLOAT32_RTOL = 1e-6
 
 
@@ -390,7 +389,8 @@ def resolution_ladder(pieces: int, nodes: int, max_pieces: int,
 
     Nodes come first, and up to many of them: one polynomial of high degree over a delay interval
     follows the steep part of an oscillating point's interval for less work than more pieces of
-    fewer nodes (benchmarks/chebyshev_ladder.py, benchmarks/RESULTS.md)."""
+    fewer nodes (benchmarks/chebyshev_ladder.py; benchmarks/RESULTS.md, "Chebyshev refinement: the
+    ladder")."""
     ladder = [(pieces, nodes)]
     while ladder[-1][1] < max_nodes:
         ladder.append((pieces, min(max_nodes, more_nodes(ladder[-1][1]))))
@@ -431,10 +431,10 @@ class Chebyshev(Method):
     rtol (relative, component by component for positive components, else relative to the
     component's largest magnitude); the finer solution is kept. The estimate is that of the
     coarser solution, so the kept one is usually far more accurate than rtol (measured on one
-    model, not a bound: benchmarks/RESULTS.md, "DDE throughput and accuracy"); at loose
-    tolerances two coarse resolutions can agree on a wrong solution. For rtol >=
-    `COARSE_FLOAT32_RTOL` the first resolution, which every point's second one replaces, is
-    computed in float32: it only serves as the comparison for the second (computed again in
+    model, not a bound: benchmarks/RESULTS.md, "Chebyshev refinement: error against
+    tolerance"); at loose tolerances two coarse resolutions can agree on a wrong solution. For
+    rtol >= `COARSE_FLOAT32_RTOL` the first resolution, which every point's second one replaces,
+    is computed in float32: it only serves as the comparison for the second (computed again in
     float64 where the float32 solution fails and the second does not), and every kept solution
     is float64.
     """

@@ -52,8 +52,8 @@ from ._system import DDESystem, to_mixed, to_natural
 #: single-link models) ...
 _UNROLL = 8
 #: ... and for larger systems (more than _SMALL_SYSTEM states x delays), where unrolling 8 steps
-#: doubled the compile time (12.5 s against 7.3 s for iXCP on a 3-link, 8-flow network) and ran
-#: no faster.
+#: doubled the compile time and ran no faster (benchmarks/RESULTS.md, appendix, "Networks: XCP
+#: vs iXCP, MIAIMD parking lot", 2026-11-22).
 _UNROLL_LARGE = 2
 _SMALL_SYSTEM = 8
 
@@ -396,10 +396,11 @@ class Runner:
         return chunk_width(size, len(self.devices), min(self.batch_chunk, cache_cap), _MIN_CHUNK)
 
 
-#: Largest steps-per-delay x points of one chunk. Measured on a 2-core CPU (MIAIMD, 10 000 points
-#: refined to rtol 1e-6): at 65 536 and beyond, the per-interval arrays leave the cache and the
-#: refinement passes at M >= 512 ran 2-3x slower; at 8 192 and below, chunks of a few points
-#: are dominated by the per-step loop overhead. `benchmarks/RESULTS.md` has the figures.
+#: Largest steps-per-delay x points of one chunk: small enough that a chunk's per-interval arrays
+#: stay in the CPU's cache at high resolution, large enough that a chunk of few points is not
+#: dominated by the per-step loop overhead. Chosen by timing the refinement of the MIAIMD
+#: throughput benchmark at several budgets (benchmarks/RESULTS.md, appendix, "DDE throughput and
+#: accuracy", 2026-11-22).
 _LANE_STEP_BUDGET = 32768
 #: Fewest points in a chunk (below it the loop overhead per step dominates).
 _MIN_CHUNK = 16

@@ -89,7 +89,8 @@ class NetworkLayout:
     @functools.cached_property
     def routing(self) -> np.ndarray:
         """R (L, N): 1 where flow i crosses link l. Dense: faster than scatters on a CPU for the
-        network sizes fluid models run on (measured: about 10x on a 7-link, 85-flow network)."""
+        network sizes fluid models run on (benchmarks/RESULTS.md, appendix, "Networks: XCP vs
+        iXCP, MIAIMD parking lot", 2026-11-22)."""
         return self.network.routing_matrix
 
     @functools.cached_property

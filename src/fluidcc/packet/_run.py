@@ -77,8 +77,9 @@ def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] 
     each padded only to its own widest run and compiled once: less work on padding flows, one
     compilation more per group. The groups are chosen so that the largest group's work (runs x
     widest run) is as small as can be; they run in turn, each spread along the devices. (Each
-    group whole on a device of its own, all at once, was measured slower on a 2-core CPU.) The
-    dataset is the same shape either way (runs in the order of the seeds, flows padded to the
+    group whole on a device of its own, all at once, was slower on a 2-core CPU:
+    benchmarks/RESULTS.md, appendix, "Packet engine: TCP dumbbell against ns-3", 2026-11-23.)
+    The dataset is the same shape either way (runs in the order of the seeds, flows padded to the
     largest run). A run's random draws (the links' turns; open-loop Poisson counts) depend on
     how many flows it is padded to, so a run in a group is the run of its seed padded to its
     group's width, not bit for bit the one-batch run.

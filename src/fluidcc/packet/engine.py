@@ -81,9 +81,9 @@ import numpy as np
 from ..errors import ParameterError
 from ..network import Network
 
-#: Integer type of sequence numbers and packet counters (exact accounting). 32 bits: on this CPU
-#: a batch of 100 TCP runs was 1.2x faster than with 64 (same results); `check_counts` keeps a
-#: run's packets within range.
+#: Integer type of sequence numbers and packet counters (exact accounting). 32 bits: faster than
+#: 64 on a CPU with the same results (benchmarks/RESULTS.md, appendix, "Packet engine: TCP
+#: dumbbell against ns-3", 2026-11-23); `check_counts` keeps a run's packets within range.
 COUNT = jnp.int32
 #: Runs of out-of-order packets a receiver keeps.
 OOO_RANGES = 16
@@ -288,8 +288,9 @@ def _mix(x):
 def _hashed_uniform(bits, t, n):
     """n uniform numbers in [0, 1) for slot t, a hash of the run's key bits, the slot and the index:
     the same for a given seed and slot whatever else the run does or records, and element-wise, so
-    cheap in every slot (a `jax.random` call per slot is a small loop of its own, a fifth to a third
-    of a slot's work on a CPU)."""
+    cheap in every slot (a `jax.random` call per slot is a small loop of its own, a large share of
+    a slot's work on a CPU: benchmarks/RESULTS.md, appendix, "Packet engine: TCP dumbbell against
+    ns-3", 2026-11-23)."""
     lane = jnp.arange(n, dtype=jnp.uint32)
     x = _mix(bits[0] ^ (t.astype(jnp.uint32) * jnp.uint32(0x9E3779B9)))
     x = _mix(x ^ bits[1] ^ (lane * jnp.uint32(0x632BE5AB)))

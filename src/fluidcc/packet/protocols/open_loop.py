@@ -9,8 +9,9 @@ the M/D/1 queue.
 Poisson counts are drawn by inverting the Poisson distribution function, tabulated once per run
 on the host: a slot's count is the number of table entries P(X <= k) below one uniform draw. The
 table runs until P(X > k) < 1e-16, below the spacing of 64-bit uniforms, so the counts are Poisson
-to the precision of the draw. It replaced `jax.random.poisson`, whose rejection loop made a slot
-about 30 times slower than the rest of the engine's step. Means above `TABLE_MEAN` packets per slot
+to the precision of the draw. It replaced `jax.random.poisson`, whose rejection loop cost far
+more per slot than the rest of the engine's step (benchmarks/RESULTS.md, appendix, "Packet
+engine: TCP dumbbell against ns-3", 2026-11-23). Means above `TABLE_MEAN` packets per slot
 (tables of thousands of entries per flow) fall back to `jax.random.poisson`.
 """
 
