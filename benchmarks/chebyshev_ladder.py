@@ -24,20 +24,15 @@ the repository root:
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fluidcc.dde import Status, solve
+from fluidcc.dde import Chebyshev
 
-from dde_throughput import draw_points, params_of, save_grid  # noqa: E402
-
-from fluidcc.dde import Status, solve  # noqa: E402
-from fluidcc.dde import Chebyshev  # noqa: E402
-from fluidcc.models.miaimd import MIAIMDAggregate  # noqa: E402
+from _dde_points import benchmark_points, largest_relative_error, reference_solution
+from _harness import repeat, timed, write_json
 
 RESOLUTIONS = ("1x8", "1x10", "1x12", "1x16", "1x20", "1x24", "1x32", "1x40", "1x48", "1x64", "1x96", "1x128",
                "2x16", "2x24", "2x32", "2x64", "2x128", "4x24", "4x32", "4x64", "4x128", "8x24", "8x32", "16x32",
@@ -84,53 +79,19 @@ def parse(name: str) -> tuple[int, int]:
     return int(pieces), int(nodes)
 
 
-def benchmark_points(size: int, seed: int, rtts: int):
-    """The throughput benchmark's random points (benchmarks/dde_throughput.py): the system, the
-    parameters, the end times and the save grid (one save per RTT)."""
-    points = draw_points(size, seed)
-    grid = save_grid(points["rtt_s"], rtts)
-    return MIAIMDAggregate(), params_of(points), grid[:, -1], grid
-
-
-def reference_solution(system, params, t_final, grid, rtol: float):
-    """The Chebyshev solution the errors are measured against: refined to rtol from 1 x 16."""
-    with np.errstate(all="ignore"):
-        return solve(system, params, t_final, grid, method="chebyshev", nodes=16, rtol=rtol,
-                     max_pieces_per_delay=1024)
-
-
-def largest_relative_error(ys: np.ndarray, reference_ys: np.ndarray, skip_rtts: int) -> np.ndarray:
-    """Per point, max |w / w_ref - 1| over the saves from RTT skip_rtts on; inf where either window
-    is not finite."""
-    with np.errstate(all="ignore"):
-        relative = np.abs(ys[:, skip_rtts:, 0] / reference_ys[:, skip_rtts:, 0] - 1.0)
-    return np.where(np.isfinite(relative), relative, np.inf).max(axis=1)
-
-
-def write_report(out: Path | None, report: dict) -> None:
-    """Write the figures as JSON to `out`, if asked."""
-    if out:
-        out.write_text(json.dumps(report, indent=1))
-        print(f"wrote {out}")
-
-
 def errors_and_times(args):
     system, params, t_final, grid = benchmark_points(args.points, args.seed, args.rtts)
-    started = time.perf_counter()
-    reference = reference_solution(system, params, t_final, grid, args.reference_rtol)
-    print(f"reference (rtol {args.reference_rtol:g}): {time.perf_counter() - started:.1f} s, "
-          f"{reference.summary()}", flush=True)
+    reference, wall = timed(lambda: reference_solution(system, params, t_final, grid, args.reference_rtol))
+    print(f"reference (rtol {args.reference_rtol:g}): {wall:.1f} s, {reference.summary()}", flush=True)
     finite = np.asarray(reference.status) == Status.OK
     seconds, error = {}, {}
     for name in RESOLUTIONS:
         pieces, nodes = parse(name)
         kwargs = dict(method="chebyshev", pieces_per_delay=pieces, nodes=nodes)
         with np.errstate(all="ignore"):
-            solve(system, params, t_final, grid, **kwargs)  # compiles
-            started = time.perf_counter()
-            sol = solve(system, params, t_final, grid, **kwargs)
-            seconds[name] = time.perf_counter() - started
-        error[name] = np.where(finite, largest_relative_error(sol.ys, reference.ys, args.skip_rtts), 0.0)
+            run = repeat(lambda: solve(system, params, t_final, grid, **kwargs), 1, warmup=1)  # warm-up compiles
+        sol, seconds[name] = run.result, run.best
+        error[name] = np.where(finite, largest_relative_error(sol.ys[..., 0], reference.ys[..., 0], args.skip_rtts), 0.0)
         print(f"{name:>6}: {seconds[name]:6.2f} s, {int(np.sum(finite & (error[name] <= args.rtol)))} of "
               f"{int(finite.sum())} finite points within {args.rtol:g}", flush=True)
     return finite, seconds, error
@@ -197,7 +158,7 @@ def main(argv=None) -> dict:
     print(f"perfect predictor after the first two rungs, checked against the next rung: "
           f"{report['perfect_predictor_seconds']:.2f} s")
     print(f"1 x 16 pass: {one_pass:.2f} s")
-    write_report(args.out, report)
+    write_json(args.out, report, nonfinite_as_text=False, announce=True)
     return report
 
 

@@ -22,18 +22,14 @@ The loosest rtol with no point above --target on every seed is the one dde_throu
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fluidcc.dde import Status, solve
 
-from chebyshev_ladder import (benchmark_points, largest_relative_error, reference_solution,  # noqa: E402
-                              write_report)
-
-from fluidcc.dde import Status, solve  # noqa: E402
+from _dde_points import benchmark_points, largest_relative_error, reference_solution
+from _harness import repeat, write_json
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -68,16 +64,13 @@ def one_seed(args, seed: int) -> dict:
     report = {"reference": reference.summary(), "tolerances": {}}
     print(f"seed {seed}: reference at rtol {args.reference_rtol:g}: {reference.summary()}", flush=True)
     for rtol in args.rtols:
-        seconds = []
-        with np.errstate(all="ignore"):
-            solve(system, params, t_final, grid, method="chebyshev", nodes=args.nodes, rtol=rtol)  # compiles
-            for _ in range(args.repeats):
-                started = time.perf_counter()
-                sol = solve(system, params, t_final, grid, method="chebyshev", nodes=args.nodes, rtol=rtol)
-                seconds.append(time.perf_counter() - started)
+        with np.errstate(all="ignore"):  # the warm-up call compiles
+            run = repeat(lambda: solve(system, params, t_final, grid, method="chebyshev", nodes=args.nodes, rtol=rtol),
+                         args.repeats, warmup=1)
+        sol, seconds = run.result, run.walls
         status = np.asarray(sol.status)
         both = (status == Status.OK) & (ref_status == Status.OK)
-        error = largest_relative_error(sol.ys, reference.ys, args.skip_rtts)[both]
+        error = largest_relative_error(sol.ys[..., 0], reference.ys[..., 0], args.skip_rtts)[both]
         row = {
             "points_compared": int(both.sum()),
             "max_error": float(error.max()),
@@ -104,7 +97,7 @@ def main(argv=None) -> dict:
     report["loosest_within_target"] = max(within) if within else None
     print(f"loosest rtol with every point of every seed within {args.target:g}: "
           f"{report['loosest_within_target'] if within else 'none'}")
-    write_report(args.out, report)
+    write_json(args.out, report, nonfinite_as_text=False, announce=True)
     return report
 
 

@@ -32,9 +32,11 @@ import os
 import platform
 import subprocess
 import sys
-import time
 
 import numpy as np
+
+from _dde_points import draw_points, params_of, save_grid
+from _harness import Table, machine_info, timed, write_json
 
 CONFIGS = {
     # name: (method, keyword arguments of solve, RTTs integrated, saves: "final" or "per-rtt")
@@ -62,19 +64,14 @@ def _reset_peak() -> None:
 
 
 def worker(name: str, size: int, seed: int) -> dict:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import dde_throughput as points_of
     from fluidcc.dde import solve
     from fluidcc.models import MIAIMDAggregate
 
     method, kwargs, rtts, saves = CONFIGS[name]
-    points = points_of.draw_points(size, seed)
-    params = points_of.params_of(points)
+    points = draw_points(size, seed)
+    params = params_of(points)
     t_final = rtts * points["rtt_s"]
-    if saves == "final":
-        grid = None
-    else:
-        grid = points["rtt_s"][:, None] * np.arange(0, rtts + 1, 10)[None, :]
+    grid = None if saves == "final" else save_grid(points["rtt_s"], rtts, every=10)
     system = MIAIMDAggregate()
 
     solve(system, params, t_final, grid, method=method, **kwargs)  # compiles and loads every kernel
@@ -82,9 +79,7 @@ def worker(name: str, size: int, seed: int) -> dict:
     ctypes.CDLL("libc.so.6").malloc_trim(0)  # else the second solve reuses what the first one freed
     _reset_peak()
     baseline = _memory_bytes("VmRSS")
-    started = time.perf_counter()
-    solution = solve(system, params, t_final, grid, method=method, **kwargs)
-    wall = time.perf_counter() - started
+    solution, wall = timed(lambda: solve(system, params, t_final, grid, method=method, **kwargs))
     peak = _memory_bytes("VmHWM")
     held = (solution.ys, solution.ts, solution.status, solution.messages, solution.steps_per_delay,
             solution.error_estimate, *solution.info.values())
@@ -118,23 +113,21 @@ def main(argv=None) -> None:
             parser.error(f"--configs: unknown configuration {name!r}; allowed: {', '.join(CONFIGS)}")
     sizes = [int(s) for s in args.sizes.split(",")]
     results = []
-    print(f"{platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs")
-    print(f"{'configuration':<38} {'points':>9} {'wall s':>7} {'baseline MiB':>12} {'growth MiB':>10} "
-          f"{'output MiB':>10} {'working MiB':>11}")
+    machine = {**machine_info(), "node": platform.node(), "cpus": os.cpu_count()}
+    print(f"{machine['node']} {machine['processor']}, {machine['cpus']} CPUs")
+    table = Table("{:<38} {:>9} {:>7} {:>12} {:>10} {:>10} {:>11}", "configuration", "points", "wall s",
+                  "baseline MiB", "growth MiB", "output MiB", "working MiB")
+    print(table.header())
     for name in names:
         for size in sizes:
             done = subprocess.run([sys.executable, os.path.abspath(__file__), "--seed", str(args.seed),
                                    "--worker", name, str(size)], capture_output=True, text=True, check=True)
             row = json.loads(done.stdout.strip().splitlines()[-1])
             results.append(row)
-            mb = 1 / 2**20
-            print(f"{name:<38} {size:>9} {row['wall_s']:>7.1f} {row['baseline_bytes'] * mb:>12.0f} "
-                  f"{row['growth_bytes'] * mb:>10.0f} {row['output_bytes'] * mb:>10.0f} "
-                  f"{row['working_bytes'] * mb:>11.0f}", flush=True)
-    if args.out:
-        with open(args.out, "w") as handle:
-            json.dump({"machine": {"node": platform.node(), "cpus": os.cpu_count()}, "results": results}, handle,
-                      indent=1)
+            mib = [f"{row[key] / 2**20:.0f}" for key in ("baseline_bytes", "growth_bytes", "output_bytes",
+                                                          "working_bytes")]
+            print(table.row(name, size, f"{row['wall_s']:.1f}", *mib), flush=True)
+    write_json(args.out, {"machine": machine, "results": results})
 
 
 if __name__ == "__main__":

@@ -58,33 +58,22 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import functools
-import json
 import os
-import platform
 import sys
-import tempfile
 import time
 import warnings
 from collections import Counter
 
 import numpy as np
 
-import fluidcc
 from fluidcc.dde import Status, solve
 from fluidcc.dde import DEFAULT_BATCH_CHUNK
-from fluidcc.models import MIAIMDAggregate, miaimd
+from fluidcc.models import MIAIMDAggregate
 
-import jax
+from _dde_points import ALPHA, GAMMA, RANGES, draw_points, largest_relative_error, params_of, save_grid, scipy_reference, subsamples
+from _jitcdde import build_jitcdde, run_jitcdde_config
+from _harness import CompileClock, Table, cell, machine_info, repeat, timed, write_json
 
-ALPHA = 1.0
-GAMMA = 0.98
-RANGES = {  # log-uniform ranges of the random points
-    "kappa": (0.05, 2.0),
-    "rtt_s": (0.01, 1.0),
-    "capacity_pps": (1250.0, 125000.0),
-    "n_flows": (10.0, 1000.0),
-}
 ERROR_THRESHOLD = 1e-6
 
 
@@ -149,89 +138,13 @@ def log(message: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# points
-
-
-def draw_points(n: int, seed: int) -> dict[str, np.ndarray]:
-    """n log-uniform points (kappa, T s, C packets/s, N flows) with alpha = 1, gamma = 0.98."""
-    rng = np.random.default_rng(seed)
-    points = {}
-    for name, (low, high) in RANGES.items():
-        points[name] = np.exp(rng.uniform(np.log(low), np.log(high), n))
-    points["n_flows"] = np.round(points["n_flows"])
-    return points
-
-
-def subsamples(n: int, n_reference: int, n_jitcdde: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Random reference and jitcdde subsamples (indices), the jitcdde one inside the reference one
-    whenever it is not the larger."""
-    order = np.random.default_rng([seed, 1]).permutation(n)
-    return np.sort(order[: min(n_reference, n)]), np.sort(order[: min(n_jitcdde, n)])
-
-
-def params_of(points: dict[str, np.ndarray], index=None):
-    pick = (lambda a: a) if index is None else (lambda a: a[index])
-    return miaimd.aggregate_params(
-        kappa=pick(points["kappa"]), capacity_pps=pick(points["capacity_pps"]), rtt_s=pick(points["rtt_s"]),
-        n_flows=pick(points["n_flows"]), alpha=ALPHA, gamma=GAMMA,
-    )
-
-
-def save_grid(rtt_s: np.ndarray, rtts: int) -> np.ndarray:
-    """Save times t = k T, k = 0..rtts, seconds, shape (B, rtts + 1)."""
-    return rtt_s[:, None] * np.arange(rtts + 1)[None, :]
-
-
-# ------------------------------------------------------------------------------------------------
 # fluidcc
-
-
-class CompileClock:
-    """Sums the durations JAX reports for tracing, lowering and compiling while it is active."""
-
-    EVENTS = (
-        "/jax/core/compile/jaxpr_trace_duration",
-        "/jax/core/compile/jaxpr_to_mlir_module_duration",
-        "/jax/core/compile/backend_compile_duration",
-    )
-
-    def __init__(self):
-        self.seconds = 0.0
-        self.backend_compiles = 0
-        self._active = False
-        jax.monitoring.register_event_duration_secs_listener(self._listen)
-
-    def _listen(self, event, duration, **kwargs):
-        if self._active and event in self.EVENTS:
-            self.seconds += float(duration)
-            if event == self.EVENTS[-1]:
-                self.backend_compiles += 1
-
-    def __enter__(self):
-        self.seconds, self.backend_compiles, self._active = 0.0, 0, True
-        return self
-
-    def __exit__(self, *exc):
-        self._active = False
 
 
 def timed_solve(clock: CompileClock, params, t_final, grid, method="rk4", **kwargs):
     with clock, np.errstate(over="ignore"):
-        started = time.perf_counter()
-        sol = solve(MIAIMDAggregate(), params, t_final, grid, method=method, **kwargs)
-        wall = time.perf_counter() - started
+        sol, wall = timed(lambda: solve(MIAIMDAggregate(), params, t_final, grid, method=method, **kwargs))
     return sol, wall, clock.seconds, clock.backend_compiles
-
-
-def repeat_run(run, times: int, first: np.ndarray) -> tuple[list[float], bool]:
-    """Calls run() -> (output array, wall seconds) `times` times; returns the walls and whether
-    every output equals `first` bit for bit (NaN equal to NaN)."""
-    walls, identical = [], True
-    for _ in range(times):
-        output, wall = run()
-        walls.append(wall)
-        identical &= bool(np.array_equal(output, first, equal_nan=True))
-    return walls, identical
 
 
 def repeated_solve(clock: CompileClock, repeats: int, params, t_final, grid, method="rk4", **kwargs):
@@ -239,13 +152,9 @@ def repeated_solve(clock: CompileClock, repeats: int, params, t_final, grid, met
     first call's solution, wall and compile figures, the later calls' walls and whether every
     call returned the same saves, bit for bit."""
     sol, wall, seconds, count = timed_solve(clock, params, t_final, grid, method=method, **kwargs)
-
-    def again():
-        solution, again_wall, _, _ = timed_solve(clock, params, t_final, grid, method=method, **kwargs)
-        return solution.ys, again_wall
-
-    warm, identical = repeat_run(again, repeats - 1, sol.ys)
-    return sol, wall, seconds, count, warm, identical
+    again = repeat(lambda: timed_solve(clock, params, t_final, grid, method=method, **kwargs)[0].ys,
+                   repeats - 1, same_as=sol.ys)
+    return sol, wall, seconds, count, again.walls, again.identical
 
 
 def status_counts(status: np.ndarray) -> dict[str, int]:
@@ -354,68 +263,6 @@ def run_fluidcc(args, points, grid, t_final) -> tuple[dict, dict]:
 # jitcdde
 
 
-def build_jitcdde(coordinates: str):
-    """Eq. (14) with T, C, N, kappa as control parameters, compiled to C once.
-
-    coordinates "natural" integrates w as the paper writes it; "log" integrates log w:
-    d(log w)/dt = [kappa (gamma C T / w(t - T) - 1) + N alpha / w(t)] / T.
-    """
-    import symengine
-    from jitcdde import jitcdde, t, y
-
-    rtt, capacity, flows, kappa = symengine.symbols("T C N kappa")
-    if coordinates == "natural":
-        field = [(kappa * y(0) * (GAMMA * capacity * rtt / y(0, t - rtt) - 1) + flows * ALPHA) / rtt]
-    else:
-        field = [(kappa * (GAMMA * capacity * rtt * symengine.exp(-y(0, t - rtt)) - 1)
-                  + flows * ALPHA * symengine.exp(-y(0))) / rtt]
-    dde = jitcdde(field, control_pars=[rtt, capacity, flows, kappa], max_delay=RANGES["rtt_s"][1], verbose=False)
-    # jitcdde compiles through setuptools in the working directory, which would read this
-    # project's pyproject.toml: compile in an empty temporary directory instead.
-    here = os.getcwd()
-    with tempfile.TemporaryDirectory() as scratch:
-        os.chdir(scratch)
-        try:
-            dde.compile_C()
-        finally:
-            os.chdir(here)
-    return dde
-
-
-def run_jitcdde_config(dde, coordinates, points, index, grid, tolerances, shift_ratio, timeout):
-    """Integrate the points `index` with one jitcdde configuration; failures are recorded per point."""
-    windows = np.full((len(index), grid.shape[1]), np.nan)
-    failures: Counter = Counter()
-    if tolerances is None:
-        dde.set_integration_parameters()
-    else:
-        dde.set_integration_parameters(rtol=tolerances[0], atol=tolerances[1])
-    started = time.perf_counter()
-    for row, i in enumerate(index):
-        point_started = time.perf_counter()
-        initial = points["n_flows"][i]
-        try:
-            dde.purge_past()
-            dde.constant_past([np.log(initial) if coordinates == "log" else initial])
-            dde.set_parameters(points["rtt_s"][i], points["capacity_pps"][i], points["n_flows"][i], points["kappa"][i])
-            if shift_ratio is None:
-                dde.adjust_diff()
-            else:
-                dde.adjust_diff(shift_ratio=shift_ratio)
-            for column, when in enumerate(grid[i]):
-                windows[row, column] = dde.integrate(when)[0]
-                if time.perf_counter() - point_started > timeout:
-                    raise TimeoutError(f"point took more than {timeout:g} s")
-        except Exception as error:  # a failing point is data, like fluidcc's statuses
-            # the save points before the failure keep their values; the rest stay NaN
-            failures[type(error).__name__] += 1
-    wall = time.perf_counter() - started
-    if coordinates == "log":
-        with np.errstate(over="ignore"):
-            windows = np.exp(windows)
-    return windows, wall, dict(failures)
-
-
 def run_jitcdde(args, points, index, grid) -> tuple[dict, dict]:
     if len(index) == 0:
         return {"skipped": "--jitcdde-points 0"}, {}
@@ -432,25 +279,27 @@ def run_jitcdde(args, points, index, grid) -> tuple[dict, dict]:
         configs += [("natural", "strict")]
     compiled = {}
     for coordinates in ("natural", "log"):
-        started = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compiled[coordinates] = build_jitcdde(coordinates)
-        report[f"compile_s_{coordinates}"] = time.perf_counter() - started
+            compiled[coordinates], report[f"compile_s_{coordinates}"] = timed(lambda: build_jitcdde(coordinates))
     for coordinates, tolerance in configs:
         name = f"{coordinates}/{tolerance}"
         tight = tolerance != "default"  # jitcdde's defaults: rtol 1e-5, atol 1e-10
         tolerances = {"default": (1e-5, 1e-10), "tight": (args.jitcdde_rtol, args.jitcdde_atol),
                       "strict": (args.jitcdde_strict_rtol, args.jitcdde_strict_atol)}[tolerance]
+
+        def run():
+            return run_jitcdde_config(compiled[coordinates], coordinates, points, index, grid,
+                                      tolerances if tight else None, args.jitcdde_shift_ratio if tight else None,
+                                      args.jitcdde_point_timeout)
+
         with warnings.catch_warnings():
             # jitcdde warns when a save time lies inside its last step (it then interpolates) and
             # about the discontinuity handling chosen here on purpose.
             warnings.simplefilter("ignore")
-            run = functools.partial(run_jitcdde_config, compiled[coordinates], coordinates, points, index, grid,
-                                    tolerances if tight else None, args.jitcdde_shift_ratio if tight else None,
-                                    args.jitcdde_point_timeout)
-            w, wall, failures = run()
-            repeated, identical = repeat_run(lambda: run()[:2], args.repeats - 1, w)
+            (w, failures), wall = timed(run)
+            again = repeat(lambda: run()[0], args.repeats - 1, same_as=w)
+        repeated, identical = again.walls, again.identical
         best = min([wall, *repeated])
         windows[name] = w
         report[name] = {
@@ -476,42 +325,12 @@ def run_jitcdde(args, points, index, grid) -> tuple[dict, dict]:
 # reference and accuracy
 
 
-def _reference_worker(points, grid, t_final):
-    """Integrate a slice of points with the SciPy reference (runs in a worker process)."""
-    with np.errstate(over="ignore"):
-        sol = solve(MIAIMDAggregate(), params_of(points), t_final, grid, method="scipy")
-    return sol.ys[..., 0], np.asarray(sol.status), [str(m) for m in sol.messages]
-
-
 def run_reference(args, points, index, grid, t_final) -> tuple[dict, np.ndarray, np.ndarray]:
     """The SciPy reference on the points `index`, one point at a time, spread over worker processes
     (it is not a competitor: only its answers are used, its speed is given for information)."""
     workers = max(1, min(args.reference_workers, len(index)))
     started = time.perf_counter()
-    if workers == 1:
-        windows, status, messages = _reference_worker({k: v[index] for k, v in points.items()}, grid[index], t_final[index])
-    else:
-        import concurrent.futures
-        import multiprocessing
-
-        # interleaved slices balance slow and fast points; "spawn" because JAX is multithreaded
-        slices = [index[k::workers * 4] for k in range(workers * 4) if len(index[k::workers * 4])]
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            parts = list(pool.map(
-                _reference_worker,
-                [{k: v[part] for k, v in points.items()} for part in slices],
-                [grid[part] for part in slices],
-                [t_final[part] for part in slices],
-            ))
-        windows = np.empty((len(index), grid.shape[1]))
-        status = np.empty(len(index), dtype=np.int8)
-        messages = [""] * len(index)
-        row = {int(i): k for k, i in enumerate(index)}
-        for part, (w, st, msg) in zip(slices, parts):
-            rows = [row[int(i)] for i in part]
-            windows[rows], status[rows] = w, st
-            for r, m in zip(rows, msg):
-                messages[r] = m
+    windows, status, messages = scipy_reference(points, index, grid, t_final, workers)
     wall = time.perf_counter() - started
     report = {
         "points": len(index),
@@ -532,10 +351,7 @@ def error_stats(windows, ref, usable, first) -> dict:
     """max |w / w_ref - 1| per usable point over save points >= first, summarised."""
     if not np.any(usable):
         return {"points": 0}
-    with np.errstate(all="ignore"):
-        ratio = np.abs(windows[usable, first:] / ref[usable, first:] - 1.0)
-    ratio = np.where(np.isfinite(ratio), ratio, np.inf)  # a solver's non-finite value is an error
-    errors = ratio.max(axis=1)
+    errors = largest_relative_error(windows[usable], ref[usable], first)  # a non-finite value is an error
     return {
         "points": int(usable.sum()),
         "max": float(errors.max()),
@@ -612,46 +428,6 @@ def accuracy(args, fluidcc_out, jitcdde_windows, ref_index, jit_index, ref_windo
 # output
 
 
-def machine_info() -> dict:
-    import scipy
-
-    info = {
-        "cpu_count": os.cpu_count(),
-        "processor": platform.processor() or platform.machine(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "jax_devices": [str(d) for d in jax.devices()],
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "fluidcc": fluidcc.__version__,
-        "jax_compilation_cache_dir": jax.config.jax_compilation_cache_dir,
-        "load_average_1_5_15_min_at_end": list(os.getloadavg()),
-    }
-    try:
-        import jitcdde
-
-        info["jitcdde"] = getattr(jitcdde, "__version__", "unknown")
-    except ImportError:
-        info["jitcdde"] = None
-    try:
-        with open("/proc/cpuinfo") as handle:
-            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
-        if names:
-            info["cpu_model"] = names[0]
-    except OSError:
-        pass
-    return info
-
-
-def _fmt(value, spec=".2e") -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float) and not np.isfinite(value):
-        return str(value)
-    return format(value, spec)
-
-
 def print_table(results: dict) -> None:
     fl, jit, ref, acc = results["fluidcc"], results["jitcdde"], results["reference"], results["accuracy"]
     machine = results["machine"]
@@ -665,17 +441,16 @@ def print_table(results: dict) -> None:
           f"({fl['fixed']['kernels_compiled_during_run']} kernels), during the rtol run "
           f"{fl['rtol']['compile_s_during_run']:.1f} s ({fl['rtol']['kernels_compiled_during_run']} kernels); "
           f"excluded from the fluidcc wall times below")
-    header = f"{'solver':<26}{'points':>7}{'wall s':>9}{'traj/s':>10}{'best/s':>10}  {'err max':>9}{'err p99':>9}{'err med':>9}{'>1e-6':>10}{'wrong#':>7}  status"
-    print(header)
-    print("-" * len(header))
+    table = Table("{:<26}{:>7}{:>9}{:>10}{:>10}  {:>9}{:>9}{:>9}{:>10}{:>7}  {}", "solver", "points", "wall s",
+                  "traj/s", "best/s", "err max", "err p99", "err med", ">1e-6", "wrong#", "status", rule="-")
+    print(table.header())
 
     def row(name, points, wall, rate, stats, status, best=None):
         stats = stats or {}
-        wrong = stats.get("wrong_numbers")
         n = stats.get("points")
-        above = f"{stats['above_1e-6']}/{n}" if n else "-"
-        print(f"{name:<26}{points:>7}{_fmt(wall, '.1f'):>9}{_fmt(rate, '.0f'):>10}{_fmt(best, '.0f'):>10}  {_fmt(stats.get('max')):>9}"
-              f"{_fmt(stats.get('p99')):>9}{_fmt(stats.get('median')):>9}{above:>10}{_fmt(wrong, 'd'):>7}  {status}")
+        print(table.row(name, points, cell(wall, ".1f"), cell(rate, ".0f"), cell(best, ".0f"), cell(stats.get("max")),
+                        cell(stats.get("p99")), cell(stats.get("median")), f"{stats['above_1e-6']}/{n}" if n else "-",
+                        cell(stats.get("wrong_numbers"), "d"), status))
 
     row(f"fluidcc rk4 M={fl['fixed']['steps_per_delay']}", fl["points"], fl["fixed"]["wall_s_excluding_compile"],
         fl["fixed"]["trajectories_per_s"], acc.get("fluidcc_fixed"), fl["fixed"]["status"],
@@ -708,8 +483,8 @@ def print_table(results: dict) -> None:
     for key in ("fixed", "rtol", *CHEBYSHEV_RUNS):
         sub = acc.get(f"fluidcc_{key}_on_jitcdde_points")
         if sub and sub.get("points"):
-            print(f"fluidcc {key} on the jitcdde points only: max {_fmt(sub['max'])}, p99 {_fmt(sub['p99'])}, "
-                  f"median {_fmt(sub['median'])}, >1e-6: {sub['above_1e-6']}/{sub['points']}")
+            print(f"fluidcc {key} on the jitcdde points only: max {cell(sub['max'])}, p99 {cell(sub['p99'])}, "
+                  f"median {cell(sub['median'])}, >1e-6: {sub['above_1e-6']}/{sub['points']}")
     repeated = {f"fluidcc {k}": v for k, v in fl.items() if isinstance(v, dict) and "repeats_identical" in v}
     repeated.update({f"jitcdde {k}": v for k, v in jit.items() if isinstance(v, dict) and "repeats_identical" in v})
     differing = [name for name, v in repeated.items() if not v["repeats_identical"]]
@@ -718,21 +493,6 @@ def print_table(results: dict) -> None:
     for name, ratio in results["speedup"].items():
         headline = "  (headline)" if name == "fluidcc fixed / jitcdde natural/default" else ""
         print(f"speed-up {name}: {ratio:.2f}x{headline}")
-
-
-def jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [jsonable(v) for v in value.tolist()]
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return value if np.isfinite(value) else str(value)
-    return value
 
 
 # ------------------------------------------------------------------------------------------------
@@ -775,6 +535,7 @@ def main(argv=None) -> dict:
                     fluidcc_report[key]["trajectories_per_s_best"] / best)
 
     machine = machine_info()
+    machine["load_average_1_5_15_min_at_end"] = list(os.getloadavg())
     machine["load_average_1_5_15_min_at_start"] = load_at_start
     results = {
         "benchmark": "dde_throughput",
@@ -793,10 +554,7 @@ def main(argv=None) -> dict:
     }
     print_table(results)
     print(f"total wall time {results['total_wall_s']:.0f} s")
-    if args.out:
-        with open(args.out, "w") as handle:
-            json.dump(jsonable(results), handle, indent=1)
-        print(f"wrote {args.out}")
+    write_json(args.out, results, announce=True)
     return results
 
 

@@ -16,10 +16,6 @@ Run from the repository root, e.g.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import statistics
-import time
 
 import numpy as np
 
@@ -27,6 +23,8 @@ from fluidcc.protocols import get_protocol, names, single_link_model
 from fluidcc.stability.linear import lambert_w_roots
 from fluidcc.stability.linearize import linear_roots
 from fluidcc.sweep import SweepSpec, linear_map, parse_grid
+
+from _harness import cpus, repeat
 
 
 def main() -> None:
@@ -43,15 +41,10 @@ def main() -> None:
         parts[2] = str(args.points)
         texts.append(f"{name}={':'.join(parts)}")
     spec = SweepSpec(model=args.model, axes=tuple(parse_grid(args.model, t) for t in texts))
-    linear_map(spec)  # warm-up: compiles the linearization for this batch shape
-    walls = []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        result = linear_map(spec)
-        walls.append(time.perf_counter() - start)
-    best, median = min(walls), statistics.median(walls)
-    print(f"{args.model}: grid {' x '.join(texts)} = {spec.size} points; {os.cpu_count()} CPUs "
-          f"({platform.processor() or platform.machine()})")
+    # the warm-up call compiles the linearization for this batch shape
+    run = repeat(lambda: linear_map(spec), args.repeats, warmup=1)
+    result, best, median = run.result, run.best, run.median
+    print(f"{args.model}: grid {' x '.join(texts)} = {spec.size} points; {cpus()}")
     print(f"linear map wall time: best {best:.2f} s, median {median:.2f} s over {args.repeats} runs "
           f"-> {spec.size / best:,.0f} points/s (best), {spec.size / median:,.0f} points/s (median)")
     print(f"resolved {int(result['converged'].sum())}/{spec.size}; stable {int(result['stable'].sum())}; "

@@ -26,16 +26,15 @@ import os
 os.environ.setdefault("FLUIDCC_JAX_CACHE", "")  # count the compile in the first call
 
 import argparse  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from fluidcc.maxmin import maxmin, maxmin_batch  # noqa: E402
 from fluidcc.scenarios import random_network  # noqa: E402
 from fluidcc.units import mbps_to_pps  # noqa: E402
+
+from _harness import Table, cpus, repeat  # noqa: E402
 
 FLOAT_TARGET_S = 0.050
 BATCH_TARGET_S = 2.0
@@ -65,16 +64,6 @@ def plain_python_maxmin(capacities, routes, weights):
     return rates
 
 
-def timed(function, repeats):
-    walls = []
-    result = None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = function()
-        walls.append(time.perf_counter() - start)
-    return result, walls
-
-
 def relative_difference(a, b) -> float:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     return float(np.max(np.abs(a - b) / np.abs(b)))
@@ -92,47 +81,45 @@ def main() -> None:
     network = random_network(args.links, args.flows, seed=args.seed)
     routes = [network.route_indices(i) for i in range(network.n_flows)]
     print(f"network: {args.links} links, {args.flows} flows, {sum(map(len, routes))} (flow, link) pairs, seed "
-          f"{args.seed}; {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), load average at "
-          f"start {os.getloadavg()[0]:.2f}")
+          f"{args.seed}; {cpus()}, load average at start {os.getloadavg()[0]:.2f}")
 
     rows = []
-    maxmin(network)  # warm-up
-    reference, walls = timed(lambda: maxmin(network), 5 * args.repeats)
-    rows.append(("maxmin, float64 (NumPy)", "1 network", walls, FLOAT_TARGET_S, 0.0))
-    exact, walls = timed(lambda: maxmin(network, exact=True), 3)
-    rows.append(("maxmin, exact (Fraction)", "1 network", walls, None,
-                 relative_difference([float(r) for r in exact.rates_pps], reference.rates_pps)))
-    plain, walls = timed(lambda: plain_python_maxmin(network.capacities_pps.tolist(), routes,
-                                                     network.weights.tolist()), 3)
-    rows.append(("plain Python loops (this file)", "1 network", walls, None,
-                 relative_difference(plain, reference.rates_pps)))
+    run = repeat(lambda: maxmin(network), 5 * args.repeats, warmup=1)
+    reference = run.result
+    rows.append(("maxmin, float64 (NumPy)", "1 network", run, FLOAT_TARGET_S, 0.0))
+    run = repeat(lambda: maxmin(network, exact=True), 3)
+    rows.append(("maxmin, exact (Fraction)", "1 network", run, None,
+                 relative_difference([float(r) for r in run.result.rates_pps], reference.rates_pps)))
+    run = repeat(lambda: plain_python_maxmin(network.capacities_pps.tolist(), routes, network.weights.tolist()), 3)
+    rows.append(("plain Python loops (this file)", "1 network", run, None,
+                 relative_difference(run.result, reference.rates_pps)))
 
     rng = np.random.default_rng(args.seed)
     capacities = mbps_to_pps(rng.uniform(10.0, 1000.0, size=(args.batch, args.links)))
     check = rng.choice(args.batch, size=min(50, args.batch), replace=False)
     for label, weights in (("weights 1 (float32 sums)", None),
                            ("weights uniform 0.5..2 (float64 sums)", rng.uniform(0.5, 2.0, size=args.flows))):
-        rates, first = timed(lambda: maxmin_batch(network, capacities, weights=weights), 1)
-        rates, walls = timed(lambda: maxmin_batch(network, capacities, weights=weights), args.repeats)
-        error = max(relative_difference(rates[b], maxmin(network, capacities_pps=capacities[b],
-                                                         weights=weights).rates_pps) for b in check)
+        first = repeat(lambda: maxmin_batch(network, capacities, weights=weights), 1)
+        steady = repeat(lambda: maxmin_batch(network, capacities, weights=weights), args.repeats)
+        error = max(relative_difference(steady.result[b], maxmin(network, capacities_pps=capacities[b],
+                                                                 weights=weights).rates_pps) for b in check)
         target = BATCH_TARGET_S if weights is None else None
         rows.append((f"maxmin_batch (JAX), {label}: first call, with compile", f"{args.batch} vectors", first, None,
                      error))
-        rows.append((f"maxmin_batch (JAX), {label}: steady state", f"{args.batch} vectors", walls, target, error))
+        rows.append((f"maxmin_batch (JAX), {label}: steady state", f"{args.batch} vectors", steady, target, error))
 
+    table = Table.markdown("computation", "size", "median s:", "best s:", "target", "max rel. diff from float64:")
     print()
-    print("| computation | size | median s | best s | target | max rel. diff from float64 |")
-    print("|---|---|---:|---:|---|---:|")
+    print(table.header())
     missed = []
-    for name, size, walls, target, error in rows:
-        median = statistics.median(walls)
+    for name, size, run, target, error in rows:
+        median = run.median
         verdict = ""
         if target is not None:
             verdict = f"<= {target:g} s: {'met' if median <= target else 'MISSED'}"
             if median > target:
                 missed.append(name)
-        print(f"| {name} | {size} | {median:.4g} | {min(walls):.4g} | {verdict} | {error:.1e} |")
+        print(table.row(name, size, f"{median:.4g}", f"{run.best:.4g}", verdict, f"{error:.1e}"))
     if missed:
         print(f"\ntarget missed: {', '.join(missed)}")
         sys.exit(1)

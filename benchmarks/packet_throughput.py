@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,8 @@ from fluidcc.packet.metrics import jain_fairness
 from fluidcc.packet.protocols import TCP
 from fluidcc.packet.workloads import FlowTable
 from fluidcc.units import mbps_to_pps
+
+from _harness import repeat
 
 HERE = Path(__file__).resolve().parent
 CAPACITY = mbps_to_pps(100.0)
@@ -81,13 +82,10 @@ def run_fluidcc(n_flows: list[int], seeds: list[int], duration: float, slot: flo
     """Returns the run, the second call's wall time and the first's (compilation included)."""
     tables = [flows(n, s) for n, s in zip(n_flows, seeds)]
     network = dumbbell(max(n_flows))
-    begin = time.perf_counter()
-    simulate(network, TCP(), tables, duration_s=duration, slot_s=slot, seeds=seeds, groups=groups)  # compiles
-    first = time.perf_counter() - begin
-    begin = time.perf_counter()
-    run = simulate(network, TCP(), tables, duration_s=duration, slot_s=slot, seeds=seeds, groups=groups)
-    wall = time.perf_counter() - begin
-    return run, wall, first
+    # the first call compiles
+    runs = repeat(lambda: simulate(network, TCP(), tables, duration_s=duration, slot_s=slot, seeds=seeds,
+                                   groups=groups), 2)
+    return runs.result, runs.walls[1], runs.walls[0]
 
 
 def run_ns3(n: int, seed: int, duration: float) -> dict:

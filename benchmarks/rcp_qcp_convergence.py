@@ -15,7 +15,6 @@ Run:
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
@@ -23,6 +22,8 @@ from fluidcc import scenarios
 from fluidcc.dde import solve
 from fluidcc.maxmin import maxmin
 from fluidcc.models import qcp_network, rcp_network
+
+from _harness import Table, timed
 
 RTTS = 200
 TOLERANCE = 0.01
@@ -69,9 +70,8 @@ def main() -> int:
         for protocol in dict.fromkeys(p for _, p, _ in SETTINGS):
             mine = [(label, s) for label, p, s in SETTINGS if p == protocol]
             model, params = _batch(protocol, network, [s for _, s in mine])
-            begin = time.perf_counter()
-            solution = solve(model, params, horizon, times, steps_per_delay=32)
-            walls[protocol] += time.perf_counter() - begin
+            solution, wall = timed(lambda: solve(model, params, horizon, times, steps_per_delay=32))
+            walls[protocol] += wall
             for point, (label, _) in enumerate(mine):
                 if solution.status[point] != 0:
                     outcome[label].append((False, np.inf))
@@ -86,13 +86,14 @@ def main() -> int:
         print(f"network {k + 1}/{args.networks}: {network.n_links} links, {network.n_flows} flows", flush=True)
     print(f"\n{args.networks} random networks (seed {args.seed}), {RTTS} largest RTTs each; converged = every "
           f"flow within {TOLERANCE:.0%} of max-min over the last 10 %")
-    print(f"{'setting':42s} {'converged':>10s} {'median settle (RTTs)':>21s} {'worst settle (RTTs)':>20s}")
+    table = Table("{:<42} {:>10} {:>21} {:>20}", "setting", "converged", "median settle (RTTs)", "worst settle (RTTs)")
+    print(table.header())
     for label, _, _ in SETTINGS:
         results = outcome[label]
         ok = [s for c, s in results if c]
         median = f"{np.median(ok):.1f}" if ok else "-"
         worst = f"{np.max(ok):.1f}" if ok else "-"
-        print(f"{label:42s} {len(ok):4d}/{len(results):<5d} {median:>21s} {worst:>20s}")
+        print(table.row(label, f"{len(ok):4d}/{len(results):<5d}", median, worst))
     print("wall time (s): " + ", ".join(f"{p} {w:.1f}" for p, w in walls.items()))
     return 0
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 from fluidcc.protocols import get_protocol
 from fluidcc.plotting import stability_figure
 from fluidcc.sweep import SweepSpec, analytic_boundary, parse_grid, run_stability
+
+from _harness import timed, write_json
 
 
 def main() -> None:
@@ -44,9 +45,7 @@ def main() -> None:
             texts.append(f"{name}={':'.join(parts)}")
         spec = SweepSpec(model=model, axes=tuple(parse_grid(model, t) for t in texts),
                          horizon_rtts=args.horizon_rtts, rtol=1e-5, max_steps_per_delay=256)
-        start = time.perf_counter()
-        data = run_stability(spec, "both", out / model, command="benchmarks/stability_agreement.py")
-        wall = time.perf_counter() - start
+        data, wall = timed(lambda: run_stability(spec, "both", out / model, command="benchmarks/stability_agreement.py"))
         stability_figure(data, out / model / "stability.png", curves=analytic_boundary(spec))
         keys = ("agreement_away_from_boundary", "points_away_from_boundary", "projection_changes_fraction",
                 "agreement_smooth_away_from_boundary", "agreement_everywhere_away_from_boundary")
@@ -55,7 +54,7 @@ def main() -> None:
         row["wall_s"] = round(wall, 1)
         summary[model] = row
         print(model, json.dumps(row), flush=True)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_json(out / "summary.json", summary, nonfinite_as_text=False)
 
 
 if __name__ == "__main__":
