@@ -53,3 +53,36 @@ def test_the_dde_engine_uses_nothing_of_fluidcc_but_errors_and_units():
     for path in (SOURCE / "dde").glob("*.py"):
         for target in _imports(path):
             assert _subpackage(target) in allowed, f"{path.name} imports {'.'.join(target)}"
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARK_SCRIPTS = sorted(p for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
+
+
+def test_there_are_benchmarks_and_a_shared_harness():
+    assert len(BENCHMARK_SCRIPTS) >= 8 and (BENCHMARKS / "_harness.py").is_file()
+
+
+@pytest.mark.parametrize("path", BENCHMARK_SCRIPTS, ids=lambda p: p.name)
+def test_a_benchmark_imports_helpers_never_another_benchmark(path):
+    """Modules whose names start with an underscore are the benchmarks' helpers; a benchmark
+    imports them, never another benchmark (DESIGN.md)."""
+    scripts = {p.stem for p in BENCHMARK_SCRIPTS}
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                 else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+        for name in names:
+            assert name.split(".")[0] not in scripts, f"{path.name} imports the benchmark {name}"
+
+
+def test_benchmarks_pass_pyflakes():
+    """No unused import or undefined name in a benchmark or its helpers (they are not run by the
+    tests, so this is what keeps a renamed helper from breaking them unseen)."""
+    pyflakes = pytest.importorskip("pyflakes.api")
+    from io import StringIO
+
+    from pyflakes.reporter import Reporter
+
+    out, err = StringIO(), StringIO()
+    warnings = sum(pyflakes.checkPath(str(path), Reporter(out, err)) for path in sorted(BENCHMARKS.glob("*.py")))
+    assert warnings == 0, out.getvalue() + err.getvalue()
