@@ -41,6 +41,7 @@ def test_the_reference_runs_as_an_object_too():
     (dict(method="rk4", nodes=8), "nodes", "steps_per_delay, max_steps_per_delay, log_space"),
     (dict(method="scipy", steps_per_delay=8), "steps_per_delay", "log_space"),
     (dict(method=RK4(), steps_per_delay=8), "steps_per_delay", "on the method object"),
+    (dict(method=RK4(), nodes=8), "nodes", "RK4, which takes: steps_per_delay, max_steps_per_delay, log_space"),
     (dict(method="scipy", rtol=1e-6), "rtol", "fixed accuracy"),
     (dict(method="euler"), "method", "rk4, chebyshev, scipy, ddeint, auto"),
     (dict(method="rk4", batch_chunk=0), "batch_chunk", ">= 1"),

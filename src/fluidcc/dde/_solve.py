@@ -37,8 +37,12 @@ def resolve_method(method: Method | str, system: DDESystem, params: Any, **optio
     if isinstance(method, Method):
         if options:
             option, value = next(iter(options.items()))
-            raise ParameterError(option, value, f"set on the method object ({type(method).__name__}({option}=...)), "
-                                 "not beside it")
+            takes = type(method).options()
+            if option in takes:
+                raise ParameterError(option, value, f"set on the method object ({type(method).__name__}({option}=...)), "
+                                     "not beside it")
+            raise ParameterError(option, value, f"an option of solve() or of {type(method).__name__}, which takes: "
+                                 f"{', '.join(takes) or 'no options'}")
         chosen = method
     elif method == "auto":
         takes_options = [METHODS[name].with_options(options) for name in AUTO_ORDER
