@@ -82,7 +82,7 @@ from fluidcc.models import MIAIMDAggregate, QCPAggregate, RCPAggregate, XCPAggre
 from fluidcc.protocols import single_link_model
 from fluidcc.models import miaimd, qcp, rcp, xcp
 from fluidcc.plotting import stability_figure
-from fluidcc.stability import BEHAVIOUR_NAMES, classify, symbolic
+from fluidcc.stability import BEHAVIOUR_NAMES, classify, settled, symbolic
 from fluidcc.stability.linearize import linear_boundary, linear_roots
 from fluidcc.sweep import SweepSpec, analytic_boundary, parse_grid, run_stability
 
@@ -170,11 +170,6 @@ def mark_gain_plane(fig, dataset, protocols, theorem=False):
             ax.plot(a, b, "*", color="k", mec="w", ms=13)
             ax.annotate(name, (a, b), xytext=(6, 4), textcoords="offset points", fontsize=9, weight="bold")
         ax.legend(loc="upper right", fontsize=7)
-
-
-def settles(behaviour):
-    # converged or converging
-    return np.isin(np.asarray(behaviour), [BEHAVIOUR_NAMES.index("converged"), BEHAVIOUR_NAMES.index("converging")])
 
 
 # %% [markdown]
@@ -300,7 +295,7 @@ def point_list(ds, mask):
 rows, text = [], []
 for name in ("RCP", "QCP"):
     ds = sim_maps[name]
-    model_settles, smooth_settles = settles(ds["behaviour"]), settles(ds["behaviour_smooth"])
+    model_settles, smooth_settles = settled(ds["behaviour"]), settled(ds["behaviour_smooth"])
     linear, near = ds["linear_stable"].values, ds["near_boundary"].values == 1
     rescued = model_settles & ~smooth_settles
     other_way = ~model_settles & smooth_settles
@@ -432,7 +427,7 @@ below_half = miaimd_sim["kappa"].values <= 0.5
 counts = {BEHAVIOUR_NAMES[c]: int(n) for c, n in enumerate(np.bincount(miaimd_sim["behaviour"].values.ravel(),
                                                                       minlength=len(BEHAVIOUR_NAMES))) if n}
 print("behaviours:", counts)
-print(f"kappa <= 1/2: {settles(miaimd_sim['behaviour'].values[below_half]).mean():.1%} of "
+print(f"kappa <= 1/2: {settled(miaimd_sim['behaviour'].values[below_half]).mean():.1%} of "
       f"{below_half.sum() * SIM_POINTS} points settle (Theorem 1: all)")
 print("MIAIMD", {k: (round(v, 4) if isinstance(v, float) else v) for k, v in miaimd_sim.attrs.items()
                  if k.startswith(("agreement", "points"))})

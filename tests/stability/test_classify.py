@@ -3,7 +3,7 @@
 import numpy as np
 
 from fluidcc.dde import Status
-from fluidcc.stability import Behaviour, Thresholds, classify
+from fluidcc.stability import Behaviour, Thresholds, classify, settled
 
 
 def test_classes_on_synthetic_trajectories():
@@ -44,3 +44,12 @@ def test_a_trajectory_stuck_away_from_equilibrium_is_neither_oscillating_nor_con
     ])
     result = classify(t, values, np.ones(2))
     assert result.behaviour.tolist() == [Behaviour.TRANSIENT, Behaviour.CONVERGING]
+
+
+def test_a_map_counts_converged_and_converging_as_settled():
+    import xarray as xr
+
+    codes = np.array([int(b) for b in Behaviour])
+    expected = [b in (Behaviour.CONVERGED, Behaviour.CONVERGING) for b in Behaviour]
+    assert settled(codes).tolist() == expected
+    assert settled(xr.DataArray(codes.reshape(2, 3))).reshape(-1).tolist() == expected

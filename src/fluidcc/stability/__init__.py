@@ -5,6 +5,7 @@ from .classify import Behaviour as Behaviour
 from .classify import Classification as Classification
 from .classify import Thresholds as Thresholds
 from .classify import classify as classify
+from .classify import settled as settled
 from .linear import CharacteristicRoots as CharacteristicRoots
 from .linear import characteristic_roots as characteristic_roots
 from .linear import lambert_w_roots as lambert_w_roots
@@ -18,4 +19,5 @@ __all__ = [
     "characteristic_roots",
     "classify",
     "lambert_w_roots",
+    "settled",
 ]

@@ -46,6 +46,12 @@ class Behaviour(enum.IntEnum):
 BEHAVIOUR_NAMES = tuple(b.name.lower() for b in Behaviour)
 
 
+def settled(behaviour) -> np.ndarray:
+    """Whether each behaviour code (array-like or DataArray) is converged or converging: what a
+    stability map counts as stable (a longer horizon would not change the verdict)."""
+    return np.isin(np.asarray(behaviour), [int(Behaviour.CONVERGED), int(Behaviour.CONVERGING)])
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """Thresholds of `classify` (dimensionless).

@@ -26,7 +26,7 @@ import xarray as xr
 from .._version import __version__
 from ..errors import ParameterError
 from ..protocols import single_link_model
-from ..stability.classify import Behaviour, Thresholds
+from ..stability.classify import Behaviour, Thresholds, settled
 from ..stability.linearize import linear_roots
 from ._runner import run_sweep
 from ._spec import SweepSpec
@@ -70,8 +70,7 @@ def linear_map(
 
 def _settled(behaviour) -> np.ndarray:
     """Converged or converging, from a behaviour variable (DataArray or (dims, values, attrs))."""
-    values = behaviour[1] if isinstance(behaviour, tuple) else behaviour.values
-    return np.isin(values, [int(Behaviour.CONVERGED), int(Behaviour.CONVERGING)])
+    return settled(behaviour[1] if isinstance(behaviour, tuple) else behaviour.values)
 
 
 def near_boundary(stable: np.ndarray, margin: float = BOUNDARY_MARGIN) -> np.ndarray:
