@@ -11,7 +11,7 @@ as a script. Its parameters cell calls `options`:
 
 `Results` gathers what each section finds (numbers only, with provenance: fluidcc and JAX
 versions, date, command, quick or full, wall time per section) and writes ``results.json``;
-`table` and `write_csv` print and save the tables a section makes.
+`write_csv` saves the tables a section makes.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["Options", "Results", "in_notebook", "options", "table", "write_csv"]
+__all__ = ["Options", "Results", "in_notebook", "options", "write_csv"]
 
 
 @dataclass(frozen=True)
@@ -135,9 +135,3 @@ def write_csv(path: Path, rows: list[dict]) -> Path:
         writer.writeheader()
         writer.writerows(rows)
     return Path(path)
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
-    """A plain-text table, each column right-aligned to its widest entry."""
-    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
-    return "\n".join("  ".join(str(x).rjust(w) for x, w in zip(line, widths)) for line in [list(headers), *rows])
