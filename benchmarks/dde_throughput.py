@@ -329,9 +329,7 @@ def run_reference(args, points, index, grid, t_final) -> tuple[dict, np.ndarray,
     """The SciPy reference on the points `index`, one point at a time, spread over worker processes
     (it is not a competitor: only its answers are used, its speed is given for information)."""
     workers = max(1, min(args.reference_workers, len(index)))
-    started = time.perf_counter()
-    windows, status, messages = scipy_reference(points, index, grid, t_final, workers)
-    wall = time.perf_counter() - started
+    (windows, status, messages), wall = timed(lambda: scipy_reference(points, index, grid, t_final, workers))
     report = {
         "points": len(index),
         "worker_processes": workers,

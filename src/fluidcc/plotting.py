@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt  # noqa: E402
@@ -281,9 +283,6 @@ def packet_links_figure(dataset: xr.Dataset, path: str | Path | None = None):
     The utilization of a sample is the dataset's ``served`` (the packets the link sent on in the
     sample) over capacity x sample interval.
     """
-    import json
-    import math
-
     t = dataset["sample_time"].values
     interval = float(t[0])
     capacities = np.array([link["capacity"] for link in json.loads(dataset.attrs["network"])["links"]])
