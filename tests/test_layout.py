@@ -75,14 +75,17 @@ def test_a_benchmark_imports_helpers_never_another_benchmark(path):
             assert name.split(".")[0] not in scripts, f"{path.name} imports the benchmark {name}"
 
 
-def test_benchmarks_pass_pyflakes():
-    """No unused import or undefined name in a benchmark or its helpers (they are not run by the
-    tests, so this is what keeps a renamed helper from breaking them unseen)."""
+@pytest.mark.parametrize("folder", ["benchmarks", "notebooks"])
+def test_scripts_pass_pyflakes(folder):
+    """No unused import or undefined name in the benchmarks and their helpers (the tests do not run
+    them, so this keeps a renamed helper from breaking them unseen) or in the notebooks' code cells."""
     pyflakes = pytest.importorskip("pyflakes.api")
     from io import StringIO
 
     from pyflakes.reporter import Reporter
 
+    paths = sorted((BENCHMARKS.parent / folder).glob("*.py"))
+    assert paths
     out, err = StringIO(), StringIO()
-    warnings = sum(pyflakes.checkPath(str(path), Reporter(out, err)) for path in sorted(BENCHMARKS.glob("*.py")))
+    warnings = sum(pyflakes.checkPath(str(path), Reporter(out, err)) for path in paths)
     assert warnings == 0, out.getvalue() + err.getvalue()

@@ -4,7 +4,8 @@ in its quick mode, and is a clean, canonical script.
 The notebooks run in a Jupyter kernel on the interpreter running pytest (so they see this fluidcc),
 in a temporary working directory (so nothing is written into the repository). Their cells assert
 the claims they make, so a notebook fails here when one breaks; a reproduction's results.json is
-then checked to hold every section it announced.
+then checked to hold every section it announced. (pyflakes checks them with the benchmarks in
+test_layout.py.)
 """
 
 from __future__ import annotations
@@ -97,17 +98,6 @@ def test_notebook_is_a_canonical_jupytext_script(path: Path) -> None:
     # Written back by jupytext, the file is unchanged: what is reviewed is what the notebook holds.
     assert jupytext.writes(notebook, fmt="py:percent") == text, f"{path.name}: run `jupytext --to py:percent` on it"
     compile(text, str(path), "exec")  # code cells are plain Python (no IPython magics)
-
-
-def test_notebooks_pass_pyflakes() -> None:
-    pyflakes = pytest.importorskip("pyflakes.api")
-    from io import StringIO
-
-    from pyflakes.reporter import Reporter
-
-    out, err = StringIO(), StringIO()
-    warnings = sum(pyflakes.checkPath(str(path), Reporter(out, err)) for path in NOTEBOOKS)
-    assert warnings == 0, out.getvalue() + err.getvalue()
 
 
 def test_a_reproduction_runs_as_a_script_with_its_options(tmp_path: Path) -> None:
