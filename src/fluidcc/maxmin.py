@@ -677,11 +677,10 @@ def write_allocation(path, network: Network, result: "MaxMinResult", *, at_s: fl
     links, the time `at_s` it was computed at, and provenance: version, date and `provenance`'s
     entries, e.g. the command and the network file). Returns the path."""
     import csv
-    import datetime as _dt
     import json
     from pathlib import Path
 
-    from ._version import __version__
+    from ._version import stamp
 
     path = Path(path)
     if path.suffix.lower() not in ALLOCATION_SUFFIXES:
@@ -689,9 +688,7 @@ def write_allocation(path, network: Network, result: "MaxMinResult", *, at_s: fl
     path.parent.mkdir(parents=True, exist_ok=True)
     flows, links = allocation_rows(network, result)
     if path.suffix.lower() == ".json":
-        data = {"fluidcc_version": __version__,
-                "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                **(provenance or {}), "at_s": at_s, "exact": result.exact, "packet_bytes": network.packet_bytes,
+        data = {**stamp(jax_version=False), **(provenance or {}), "at_s": at_s, "exact": result.exact, "packet_bytes": network.packet_bytes,
                 "flows": [{k: v for k, v in row.items() if k != "bottleneck_text"} for row in flows], "links": links}
         path.write_text(json.dumps(data, indent=2) + "\n")
         return path

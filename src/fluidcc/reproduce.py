@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as _dt
 import json
 import shlex
 import sys
@@ -29,6 +28,8 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
+
+from ._version import stamp
 
 __all__ = ["Options", "Results", "in_notebook", "options", "write_csv"]
 
@@ -76,16 +77,10 @@ class Results:
     """
 
     def __init__(self, options: Options) -> None:
-        from ._version import __version__
-
-        import jax
-
         self.options = options
         self._started = time.perf_counter()
         self.data: dict = {
-            "fluidcc_version": __version__,
-            "jax_version": jax.__version__,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            **stamp(),
             "command": options.command,
             "quick": options.quick,
             "wall_s": {},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import json
 import math
@@ -14,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from .._version import __version__
+from .._version import stamp
 from ..errors import ParameterError
 from ..network import Network
 from .engine import Flows, Layout, Timing, check_counts, check_slot, default_buffers, default_slot, simulate_slots
@@ -294,7 +293,7 @@ def _dataset(network, protocol, tables, layout, timing, seeds, every, start_slot
     attrs = {
         "title": "fluidcc packet simulation", "protocol": getattr(protocol, "name", type(protocol).__name__),
         "protocol_settings": json.dumps(getattr(protocol, "settings", lambda: {})()),
-        "fluidcc_version": __version__, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **stamp(jax_version=False),
         "slot_s": slot_s, "duration_s": timing.n_slots * slot_s, "calendar_slots": layout.horizon,
         "network": json.dumps(network.to_dict()), "wall_s": wall,
         "buffer_packets": json.dumps(layout.buffer.tolist()),

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 
-import jax
-
-from .._version import __version__
+from .._version import stamp
 
 
 def provenance(model: str, values: dict, solution, rtol, command: str = "", solver: str = "rk4") -> dict:
@@ -16,9 +13,7 @@ def provenance(model: str, values: dict, solution, rtol, command: str = "", solv
     return {
         "title": f"fluidcc simulation of {model}",
         "model": model,
-        "fluidcc_version": __version__,
-        "jax_version": jax.__version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **stamp(),
         "command": command,
         "parameters_si": json.dumps(values, sort_keys=True),
         "status": int(solution.status[0]),

@@ -9,17 +9,15 @@ provenance in the attributes.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import json
 import shutil
 from pathlib import Path
 from typing import Callable
 
-import jax
 import numpy as np
 import xarray as xr
 
-from .._version import __version__
+from .._version import stamp
 from ..dde import RK4, Chebyshev, require_linear_form, resolve_method, solve
 from ..protocols import single_link_model
 from ..stability.classify import BEHAVIOUR_NAMES, Behaviour, Thresholds, classify
@@ -194,9 +192,7 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
         "title": f"fluidcc stability sweep of {spec.model}",
         "model": spec.model,
         "model_description": entry.description,
-        "fluidcc_version": __version__,
-        "jax_version": jax.__version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **stamp(),
         "command": command,
         "fixed_parameters_si": json.dumps(fixed, sort_keys=True),
         "horizon_rtts_first": spec.horizon_rtts,

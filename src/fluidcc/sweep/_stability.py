@@ -13,17 +13,15 @@ the agreement of the linear map with the smooth form is reported beside it).
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
 from pathlib import Path
 from typing import Callable
 
-import jax
 import numpy as np
 import xarray as xr
 
-from .._version import __version__
+from .._version import stamp
 from ..errors import ParameterError
 from ..protocols import single_link_model
 from ..stability.classify import Behaviour, Thresholds, settled
@@ -176,9 +174,7 @@ def run_stability(
         "model": spec.model,
         "model_description": entry.description,
         "method": method,
-        "fluidcc_version": __version__,
-        "jax_version": jax.__version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **stamp(),
         "command": command,
         "fixed_parameters_si": json.dumps({**{k: v for k, v in entry.defaults().items() if k not in dims},
                                            **spec.fixed}, sort_keys=True),
