@@ -276,3 +276,29 @@ def test_network_model_names_in_the_help_are_the_catalogues(runner):
 
     help_text = " ".join(runner.invoke(main, ["simulate", "--help"]).output.split())
     assert "MODEL is then one of " + ", ".join(names("network")) + "." in help_text
+
+
+SCHEDULED_NETWORK = ('[[links]]\nname = "l"\ncapacity = "8Mbps"\ndelay = "10ms"\n'
+                     'schedule = [{at = "10s", capacity = "16Mbps"}]\n'
+                     '[[flows]]\nname = "f"\nroute = ["l"]\ncount = 2\n')
+
+
+def test_maxmin_on_a_network_with_schedules_needs_a_time_and_uses_the_capacities_then(runner, tmp_path):
+    path = tmp_path / "net.toml"
+    path.write_text(SCHEDULED_NETWORK)
+    refused = runner.invoke(main, ["maxmin", str(path)])
+    assert refused.exit_code == 2, refused.output
+    assert "--at = None" in refused.output and "link 'l' has a capacity" in refused.output
+    for at, mbps_each, capacity in [("5s", "4", "8"), ("10s", "8", "16")]:
+        result = runner.invoke(main, ["maxmin", str(path), "--at", at])
+        assert result.exit_code == 0, result.output
+        rows = {line.split()[0]: line.split() for line in result.output.splitlines() if line.strip()}
+        assert rows["f[0]"][1] == mbps_each and rows["l"][1:3] == [capacity, capacity]
+
+
+def test_simulate_on_a_network_with_schedules_is_refused(runner, tmp_path):
+    path = tmp_path / "net.toml"
+    path.write_text(SCHEDULED_NETWORK)
+    result = runner.invoke(main, ["simulate", "xcp", "--network", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "--network" in result.output and "link 'l' has one" in result.output

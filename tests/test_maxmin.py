@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from fluidcc import scenarios
 from fluidcc.errors import NetworkError, ParameterError, ShapeError
-from fluidcc.maxmin import MaxMinResult, is_maxmin_fair, maxmin, maxmin_at, maxmin_batch, maxmin_sympy
+from fluidcc.maxmin import (MaxMinResult, allocation_rows, is_maxmin_fair, maxmin, maxmin_at, maxmin_batch,
+                            maxmin_sympy)
 from fluidcc.network import Flow, Link, Network
 from fluidcc.units import mbps_to_pps
 
@@ -390,3 +391,50 @@ def test_the_allocation_is_written_by_the_library_as_csv_or_json(tmp_path):
     assert lines[0].startswith("kind,name,rate_pps") and len(lines) == 5
     with pytest.raises(ParameterError, match="path"):
         write_allocation(tmp_path / "r.txt", network, result)
+
+
+# --------------------------------------------------------------------------- capacity schedules
+def scheduled_network() -> Network:
+    """One link whose capacity doubles at 10 s; flow g starts at 5 s."""
+    link = Link("l", 1000.0, 0.01, schedule=((10.0, 2000.0),))
+    return Network((link, Link("m", 5000.0, 0.01)), (Flow("f", ("l",)), Flow("g", ("l", "m"), start_s=5.0)))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda net: maxmin(net),
+        lambda net: maxmin(net, exact=True),
+        lambda net: is_maxmin_fair(net, [500.0, 500.0]),
+        lambda net: is_maxmin_fair(net, [500.0, 500.0], rtol=0),
+        lambda net: maxmin_sympy(net),
+    ],
+    ids=["maxmin", "maxmin_exact", "is_maxmin_fair", "is_maxmin_fair_exact", "maxmin_sympy"],
+)
+def test_max_min_at_no_time_refuses_a_network_with_schedules(call):
+    with pytest.raises(NetworkError) as caught:
+        call(scheduled_network())
+    assert caught.value.field == "link 'l': schedule" and caught.value.value == ((10.0, 2000.0),)
+    assert "network.at(t_s)" in str(caught.value)
+    call(scheduled_network().at(0.0))  # the network at one time is accepted
+
+
+def test_max_min_with_given_capacities_ignores_schedules():
+    net = scheduled_network()
+    assert maxmin(net, capacities_pps=[2000.0, 5000.0]).rates_pps.tolist() == [1000.0, 1000.0]
+    assert is_maxmin_fair(net, [1000.0, 1000.0], capacities_pps=[2000.0, 5000.0])
+    np.testing.assert_allclose(maxmin_batch(net, [[1000.0, 5000.0], [2000.0, 5000.0]]), [[500, 500], [1000, 1000]])
+
+
+def test_maxmin_at_uses_the_capacities_at_that_time():
+    net = scheduled_network()
+    assert maxmin_at(net, 1.0).rates_pps.tolist() == [1000.0, 0.0]
+    assert maxmin_at(net, 7.0).rates_pps.tolist() == [500.0, 500.0]
+    at_12 = maxmin_at(net, 12.0)
+    assert at_12.rates_pps.tolist() == [1000.0, 1000.0] and at_12.capacities_pps.tolist() == [2000.0, 5000.0]
+    assert maxmin_at(net, 12.0, exact=True).rates_pps.tolist() == [1000, 1000]
+    assert maxmin_at(net, 12.0, capacities_pps=[1000.0, 5000.0]).rates_pps.tolist() == [500.0, 500.0]
+    # The table shows the capacities the allocation used.
+    _, links = allocation_rows(net, at_12)
+    assert [row["capacity_pps"] for row in links] == [2000.0, 5000.0]
+    assert [row["utilization"] for row in links] == [1.0, 0.2]

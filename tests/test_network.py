@@ -11,7 +11,7 @@ import pytest
 
 from fluidcc import scenarios
 from fluidcc.errors import NetworkError, ParameterError
-from fluidcc.network import Flow, Link, Network
+from fluidcc.network import Flow, Link, Network, toml_loads
 from fluidcc.units import mbps_to_pps
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "networks"
@@ -336,3 +336,287 @@ def test_a_network_keeps_the_packet_size_it_was_written_in(tmp_path):
     assert "packet_bytes" not in Network.from_dict({**network.to_dict(), "packet_bytes": 1000}).to_dict()
     with pytest.raises(NetworkError, match="packet_bytes"):
         Network(network.links, network.flows, packet_bytes=0)
+
+
+# -------------------------------------------------------------------- endpoints, reverse routes
+def dumbbell(**flow_fields) -> Network:
+    """x -a-> y -b-> z with reverse links a_back (y -> x) and b_back (z -> y) of other delays."""
+    links = (Link("a", 1000.0, 0.01, source="x", target="y"), Link("b", 500.0, 0.02, source="y", target="z"),
+             Link("a_back", 1000.0, 0.03, source="y", target="x"), Link("b_back", 500.0, 0.04, source="z", target="y"))
+    return Network(links, (Flow("f", ("a", "b"), **flow_fields), Flow("g", ("b",))))
+
+
+def test_the_reverse_of_a_link_has_its_endpoints_swapped():
+    net = dumbbell()
+    assert [net.reverse_link_index(l) for l in range(4)] == [2, 3, 0, 1]
+    assert net.reverse_link_index("b_back") == 1
+    assert two_links().reverse_link_index("a") is None  # no endpoints
+    # Two links from y to x: the reverse of a is not unique, so there is none.
+    crowded = Network(dumbbell().links + (Link("a_back2", 1.0, source="y", target="x"),), dumbbell().flows)
+    assert crowded.reverse_link_index("a") is None and crowded.reverse_link_index("a_back") == 0
+
+
+def test_reverse_route_defaults_to_the_reverse_links_in_the_opposite_order():
+    net = dumbbell(access_delay_s=0.005)
+    assert net.reverse_route_indices("f") == [3, 2] and net.reverse_route_indices(0) == [3, 2]
+    assert net.reverse_route_indices("g") == [3]
+    # 2 access + forward (a, b) + reverse (b_back, a_back): not 2 (access + forward).
+    np.testing.assert_allclose(net.rtt_s, [2 * 0.005 + 0.03 + 0.07, 0.02 + 0.04])
+
+
+def test_reverse_route_is_none_without_endpoints_or_when_a_link_has_no_reverse():
+    assert two_links().reverse_route_indices("f") is None
+    one_way = Network(dumbbell().links[:3], (Flow("f", ("a", "b")), Flow("h", ("a",))))  # b has no reverse
+    assert one_way.reverse_route_indices("f") is None and one_way.reverse_route_indices("h") == [2]
+    np.testing.assert_allclose(one_way.rtt_s, [2 * 0.03, 0.01 + 0.03])
+    np.testing.assert_allclose(two_links(access_delay_s=0.005).rtt_s, [2 * (0.005 + 0.03), 2 * 0.02])
+
+
+def test_an_explicit_reverse_route_wins_and_sets_the_rtt():
+    links = (Link("fwd", 1000.0, 0.01), Link("slow", 1000.0, 0.05), Link("fast", 1000.0, 0.001))
+    net = Network(links, (Flow("f", ("fwd",), access_delay_s=0.002, reverse_route=("slow", "fast")),
+                          Flow("g", ("fwd",), access_delay_s=0.002)))
+    assert net.reverse_route_indices("f") == [1, 2] and net.reverse_route_indices("g") is None
+    np.testing.assert_allclose(net.rtt_s, [2 * 0.002 + 0.01 + 0.051, 2 * (0.002 + 0.01)])
+    # It also overrides the default by endpoints.
+    explicit = dumbbell(reverse_route=("a_back",))
+    assert explicit.reverse_route_indices("f") == [2] and explicit.reverse_route_indices("g") == [3]
+    assert Flow("f", ("a",), reverse_route="b").reverse_route == ("b",)
+    assert Flow("f", ("a",), reverse_route=["b", "c"]).reverse_route == ("b", "c")
+
+
+def test_an_unknown_reverse_link_names_the_flow_the_field_and_the_known_links():
+    with pytest.raises(NetworkError) as caught:
+        Network((Link("a", 1.0), Link("b", 1.0)), (Flow("f", ("a",), reverse_route=("b", "zz")),))
+    assert caught.value.field == "flow 'f': reverse_route" and caught.value.value == "zz"
+    assert "a link of the network (a, b)" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "build, field, value",
+    [
+        (lambda: Link("a", 1.0, source="x"), "link 'a': to", None),
+        (lambda: Link("a", 1.0, target="y"), "link 'a': from", None),
+        (lambda: Link("a", 1.0, source="x", target="x"), "link 'a': to", "x"),
+        (lambda: Link("a", 1.0, source="", target="y"), "link 'a': from", ""),
+        (lambda: Link("a", 1.0, source="x", target=7), "link 'a': to", 7),
+        (lambda: Flow("f", ("a",), reverse_route=()), "flow 'f': reverse_route", []),
+        (lambda: Flow("f", ("a",), reverse_route=("b", "c", "b")), "flow 'f': reverse_route", ["b", "c", "b"]),
+        (lambda: Flow("f", ("a",), reverse_route=("b", 3)), "flow 'f': reverse_route", ["b", 3]),
+        (lambda: Link("a", 1.0, schedule=((-1.0, 5.0),)), "link 'a': schedule[0].at", -1.0),
+        (lambda: Link("a", 1.0, schedule=((math.inf, 5.0),)), "link 'a': schedule[0].at", math.inf),
+        (lambda: Link("a", 1.0, schedule=((1.0, 5.0), (1.0, 6.0))), "link 'a': schedule[1].at", 1.0),
+        (lambda: Link("a", 1.0, schedule=((1.0, 5.0), (2.0, 6.0), (1.5, 7.0))), "link 'a': schedule[2].at", 1.5),
+        (lambda: Link("a", 1.0, schedule=((1.0, 0.0),)), "link 'a': schedule[0].capacity", 0.0),
+        (lambda: Link("a", 1.0, schedule=((1.0, 5.0), (2.0, -3.0))), "link 'a': schedule[1].capacity", -3.0),
+        (lambda: Link("a", 1.0, schedule=((1.0, math.inf),)), "link 'a': schedule[0].capacity", math.inf),
+        (lambda: Link("a", 1.0, schedule=((1.0,),)), "link 'a': schedule[0]", (1.0,)),
+        (lambda: Link("a", 1.0, schedule=((1.0, 2.0, 3.0),)), "link 'a': schedule[0]", (1.0, 2.0, 3.0)),
+        (lambda: Link("a", 1.0, schedule=((True, 2.0),)), "link 'a': schedule[0]", (True, 2.0)),
+        (lambda: Link("a", 1.0, schedule=(("1s", 2.0),)), "link 'a': schedule[0]", ("1s", 2.0)),
+        (lambda: Link("a", 1.0, schedule=({"at": 1.0, "capacity": 2.0},)), "link 'a': schedule[0]",
+         {"at": 1.0, "capacity": 2.0}),
+        (lambda: Link("a", 1.0, schedule="10s"), "link 'a': schedule", "10s"),
+        (lambda: Link("a", 1.0, schedule=5.0), "link 'a': schedule", 5.0),
+    ],
+)
+def test_invalid_endpoints_reverse_routes_and_schedules_name_the_field(build, field, value):
+    with pytest.raises(NetworkError) as caught:
+        build()
+    assert caught.value.field == field
+    assert caught.value.value == value
+    assert field in str(caught.value) and "is not allowed" in str(caught.value)
+
+
+def test_a_schedule_time_that_is_not_a_number_is_refused():
+    with pytest.raises(NetworkError, match=r"link 'a': schedule\[0\]\.at = nan"):
+        Link("a", 1.0, schedule=((math.nan, 2.0),))
+    with pytest.raises(NetworkError, match=r"link 'a': schedule\[0\]\.capacity = nan"):
+        Link("a", 1.0, schedule=((1.0, math.nan),))
+
+
+def scheduled_link(**fields) -> dict:
+    return {"name": "a", "capacity": "10Mbps", "delay": "5ms", **fields}
+
+
+@pytest.mark.parametrize(
+    "data, field, value",
+    [
+        (spec(links=[scheduled_link(**{"from": "x"})]), "link 'a': to", None),
+        (spec(links=[scheduled_link(to="y")]), "link 'a': from", None),
+        (spec(links=[scheduled_link(**{"from": 5, "to": "y"})]), "link 'a': from", 5),
+        (spec(links=[scheduled_link(schedule={"at": "1s", "capacity": 5})]), "link 'a': schedule",
+         {"at": "1s", "capacity": 5}),
+        (spec(links=[scheduled_link(schedule=[[1, 5]])]), "link 'a': schedule[0]", [1, 5]),
+        (spec(links=[scheduled_link(schedule=[{"at": "1s"}])]), "link 'a': schedule[0].capacity", None),
+        (spec(links=[scheduled_link(schedule=[{"capacity": 5}])]), "link 'a': schedule[0].at", None),
+        (spec(links=[scheduled_link(schedule=[{"at": "1s", "capacity": 5, "rate": 3}])]),
+         "link 'a': schedule[0]: key", "rate"),
+        (spec(links=[scheduled_link(schedule=[{"at": "1Mbps", "capacity": 5}])]), "link 'a': schedule[0].at",
+         "1Mbps"),
+        (spec(links=[scheduled_link(schedule=[{"at": "1s", "capacity": "5ms"}])]),
+         "link 'a': schedule[0].capacity", "5ms"),
+        (spec(links=[scheduled_link(schedule=[{"at": "-1s", "capacity": 5}])]), "link 'a': schedule[0].at", -1.0),
+        (spec(links=[scheduled_link(schedule=[{"at": "2s", "capacity": 5}, {"at": "1500ms", "capacity": 6}])]),
+         "link 'a': schedule[1].at", 1.5),
+        (spec(links=[scheduled_link(schedule=[{"at": 1, "capacity": "0Mbps"}])]), "link 'a': schedule[0].capacity",
+         0.0),
+        (spec(flows=[{"name": "f", "route": ["a"], "reverse_route": [1]}]), "flow 'f': reverse_route", [1]),
+        (spec(flows=[{"name": "f", "route": ["a"], "reverse_route": ["zz"]}]), "flow 'f': reverse_route", "zz"),
+        (spec(flows=[{"name": "f", "route": ["a"], "reverse_route": ["a", "a"]}]), "flow 'f': reverse_route",
+         ["a", "a"]),
+        (spec(flows=[{"name": "f", "route": ["a"], "reverse_route": []}]), "flow 'f': reverse_route", []),
+    ],
+)
+def test_invalid_endpoints_schedules_and_reverse_routes_in_files_name_the_entry(data, field, value):
+    with pytest.raises(NetworkError) as caught:
+        Network.from_dict(data)
+    assert caught.value.field == field
+    assert caught.value.value == value
+
+
+# --------------------------------------------------------------------------- capacity schedules
+def scheduled() -> Network:
+    links = (Link("a", 1000.0, 0.01, schedule=((10.0, 2000.0), (30.0, 500.0))), Link("b", 800.0, 0.02))
+    return Network(links, (Flow("f", ("a", "b")), Flow("g", ("a",))))
+
+
+def test_capacity_schedule_starts_at_zero_with_the_base_capacity():
+    net = scheduled()
+    times, capacities = net.capacity_schedule("a")
+    np.testing.assert_array_equal(times, [0.0, 10.0, 30.0])
+    np.testing.assert_array_equal(capacities, [1000.0, 2000.0, 500.0])
+    assert times.dtype == capacities.dtype == np.float64
+    times, capacities = net.capacity_schedule(1)
+    assert times.tolist() == [0.0] and capacities.tolist() == [800.0]
+    # An entry at 0 replaces the base capacity from the start.
+    from_zero = Network((Link("a", 1.0, schedule=[(0, 5.0), (2, 6.0)]),), (Flow("f", ("a",)),))
+    times, capacities = from_zero.capacity_schedule("a")
+    assert times.tolist() == [0.0, 2.0] and capacities.tolist() == [5.0, 6.0]
+    assert from_zero.links[0].schedule == ((0.0, 5.0), (2.0, 6.0))  # normalized to float pairs
+    assert scheduled().capacities_pps.tolist() == [1000.0, 800.0]  # the base capacities
+
+
+def test_at_gives_the_capacities_at_a_time_and_no_schedules():
+    net = scheduled()
+    assert net.has_schedules and not two_links().has_schedules
+    for t, capacity_a in [(-1.0, 1000.0), (0.0, 1000.0), (9.999, 1000.0), (10.0, 2000.0), (29.0, 2000.0),
+                          (30.0, 500.0), (1e6, 500.0)]:
+        now = net.at(t)
+        assert now.capacities_pps.tolist() == [capacity_a, 800.0], t
+        assert net.links[0].capacity_at(t) == capacity_a
+        assert not now.has_schedules
+        assert now.flows == net.flows and now.link_delays_s.tolist() == [0.01, 0.02]
+    assert two_links().at(5.0) == two_links()
+    ends = dumbbell().at(1.0)
+    assert ends.links[0].source == "x" and ends.reverse_route_indices("f") == [3, 2]
+    for bad in (math.nan, math.inf, "10s", None, True):
+        with pytest.raises(NetworkError, match="t_s"):
+            net.at(bad)
+
+
+def test_schedules_in_files_use_the_unit_helpers_and_packet_bytes():
+    net = Network.from_dict(spec(packet_bytes=1500, links=[scheduled_link(
+        schedule=[{"at": "500ms", "capacity": "12Mbps"}, {"at": 2, "capacity": 400}])]))
+    assert net.links[0].schedule == ((0.5, pytest.approx(1000.0)), (2.0, 400.0))
+    assert net.at(1.0).capacities_pps[0] == pytest.approx(1000.0)
+    assert Network.from_dict(spec(links=[scheduled_link(schedule=[])])).links[0].schedule == ()
+
+
+def test_utilization_and_bottlenecks_refuse_a_network_with_schedules():
+    for use in (lambda net: net.utilization([1.0, 1.0]), lambda net: net.bottlenecks([1.0, 1.0])):
+        with pytest.raises(NetworkError) as caught:
+            use(scheduled())
+        assert caught.value.field == "link 'a': schedule" and caught.value.value == ((10.0, 2000.0), (30.0, 500.0))
+        assert "network.at(t_s)" in str(caught.value)
+        use(scheduled().at(12.0))  # the network at one time is fine
+    np.testing.assert_allclose(scheduled().at(12.0).utilization([100.0, 100.0]), [0.1, 0.125])
+
+
+# ------------------------------------------------------------------------------- files, replace
+NEW_FIELDS_TOML = """
+packet_bytes = 1500
+
+[[links]]
+name = "a"
+capacity = "12Mbps"
+delay = "10ms"
+from = "x"
+to = "y"
+schedule = [{at = "10s", capacity = "24Mbps"}, {at = 30, capacity = 500}]
+
+[[links]]
+name = "a_back"
+capacity = 1000
+delay = "30ms"
+from = "y"
+to = "x"
+
+[[links]]
+name = "slow"
+capacity = 1000
+delay = "50ms"
+
+[[flows]]
+name = "f"
+route = ["a"]
+
+[[flows]]
+name = "g"
+route = ["a"]
+reverse_route = ["slow"]
+count = 2
+"""
+
+
+def check_new_fields(net: Network) -> None:
+    assert net.packet_bytes == 1500
+    assert net.links[0] == Link("a", 1000.0, 0.01, source="x", target="y", schedule=((10.0, 2000.0), (30.0, 500.0)))
+    assert net.links[1] == Link("a_back", 1000.0, 0.03, source="y", target="x")
+    assert net.links[2] == Link("slow", 1000.0, 0.05)
+    assert net.flows[0] == Flow("f", ("a",))
+    assert net.flows[1] == Flow("g[0]", ("a",), reverse_route=("slow",))
+    assert net.flows[2].reverse_route == ("slow",)
+    assert net.reverse_route_indices("f") == [1] and net.reverse_route_indices("g[1]") == [2]
+    np.testing.assert_allclose(net.rtt_s, [0.04, 0.06, 0.06])
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".json"])
+def test_endpoints_schedules_and_reverse_routes_round_trip_through_files(tmp_path, suffix):
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    source = tmp_path / "net.toml"
+    source.write_text(NEW_FIELDS_TOML)
+    net = Network.load(source)
+    check_new_fields(net)
+    as_json = tmp_path / "source.json"
+    as_json.write_text(json.dumps(tomllib.loads(NEW_FIELDS_TOML)))
+    assert Network.load(as_json) == net
+    copy = Network.load(net.save(tmp_path / f"copy{suffix}"))
+    check_new_fields(copy)
+    assert copy == net and Network.from_dict(net.to_dict()) == net
+    data = net.to_dict()
+    assert data["links"][0]["from"] == "x" and data["links"][0]["to"] == "y"
+    assert data["links"][0]["schedule"] == [{"at": 10.0, "capacity": 2000.0}, {"at": 30.0, "capacity": 500.0}]
+    assert data["flows"][1]["reverse_route"] == ["slow"]
+    # Absent fields stay absent.
+    assert not {"from", "to", "schedule"} & set(data["links"][2]) and "reverse_route" not in data["flows"][0]
+
+
+def test_toml_save_keeps_the_packet_size(tmp_path):
+    net = Network.from_dict(spec(packet_bytes=1500))
+    assert Network.load(net.save(tmp_path / "net.toml")).packet_bytes == 1500
+
+
+def test_replace_keeps_endpoints_schedules_and_reverse_routes():
+    net = Network.from_dict(toml_loads(NEW_FIELDS_TOML))
+    doubled = net.replace(capacities_pps=2 * net.capacities_pps)
+    assert doubled.capacities_pps.tolist() == [2000.0, 2000.0, 2000.0]
+    assert doubled.links[0].schedule == net.links[0].schedule  # the base capacity changes, the schedule stays
+    assert [(link.source, link.target) for link in doubled.links] == [("x", "y"), ("y", "x"), (None, None)]
+    assert doubled.flows == net.flows and doubled.packet_bytes == 1500
+    assert doubled.reverse_route_indices("f") == [1] and doubled.reverse_route_indices("g[0]") == [2]
+    assert net.replace(links=net.links).links == net.links

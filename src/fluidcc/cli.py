@@ -205,6 +205,11 @@ def _simulate_on_network(model, network_file, sets, rtts, duration, saves_per_rt
                 raise ParameterError(f"--set {name}", value, "a value")
             values[name] = units.parse_number(f"--set {name}", value)
         network = Network.load(network_file)
+        scheduled = [link.name for link in network.links if link.schedule]
+        if scheduled:
+            raise ParameterError("--network", str(network_file),
+                                 f"a network without capacity schedules (link {scheduled[0]!r} has one): the fluid "
+                                 "models take one capacity per link (`fluidcc packet` follows schedules)")
         duration_s = units.parse_time("--duration", duration) if duration is not None else None
         save_step_s = None
         if source("saves_per_rtt") == click.core.ParameterSource.COMMANDLINE:
@@ -372,9 +377,10 @@ def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, s
 @main.command("maxmin")
 @click.argument("network_file", metavar="NETWORK", type=click.Path(dir_okay=False))
 @click.option("--at", "at", default=None, metavar="TIME",
-              help="Share the links among the flows active at this time (start <= t < stop), e.g. 30s; "
-                   "the others get 0. Default: every flow, start and stop times ignored. Times accept s, ms, us "
-                   "(bare numbers are seconds).")
+              help="Share the links among the flows active at this time (start <= t < stop), e.g. 30s, on the "
+                   "links' capacities then (capacity schedules are followed); the others get 0. Default: every "
+                   "flow, start and stop times ignored (not allowed when a link has a schedule). Times accept "
+                   "s, ms, us (bare numbers are seconds).")
 @click.option("--exact", is_flag=True,
               help="Compute in exact rationals; the table also shows each rate as a fraction of packets/s.")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), metavar="FILE",
@@ -396,6 +402,10 @@ def maxmin_command(network_file, at, exact, out) -> None:
         at_s = units.parse_time("--at", at) if at is not None else None
         if at_s is not None and not (at_s >= 0 and at_s < float("inf")):
             raise ParameterError("--at", at, "a finite time >= 0, e.g. 30s")
+        scheduled = [link.name for link in network.links if link.schedule]
+        if at_s is None and scheduled:
+            raise ParameterError("--at", None, f"a time, e.g. --at 30s: link {scheduled[0]!r} has a capacity "
+                                 "schedule, so the allocation depends on the time")
         result = maxmin(network, exact=exact) if at_s is None else maxmin_at(network, at_s, exact=exact)
     except FluidccError as error:
         _fail(error)

@@ -37,6 +37,11 @@ same level (same rates, up to rounding).
 
 Time plays no part in `maxmin`, which considers every flow of the network: to share the links
 among some flows only, build a sub-network (``network.replace(flows=...)``) or call `maxmin_at`.
+
+Capacity schedules: `maxmin_at(network, t)` uses each link's capacity at time t. The functions
+without a time (`maxmin`, `is_maxmin_fair`, `maxmin_sympy`) refuse a network with schedules
+unless `capacities_pps` is given (give them ``network.at(t_s)``); `maxmin_batch` always takes its
+capacities from the caller.
 """
 
 from __future__ import annotations
@@ -205,9 +210,16 @@ _WEIGHT_ALLOWED = "a finite weight > 0"
 _DEMAND_ALLOWED = "a demand > 0 packets/s (inf: no cap)"
 
 
+def _network_capacities(network: Network) -> np.ndarray:
+    """The network's own capacities, packets/s (L,); refused when a link has a schedule, whose
+    capacity depends on the time."""
+    network.require_fixed_capacities("max-min at no particular time (maxmin_at(network, t_s) follows schedules)")
+    return network.capacities_pps
+
+
 def _float_inputs(topo: _Topology, capacities_pps, weights, demands_pps):
     net = topo.network
-    caps = net.capacities_pps if capacities_pps is None else _float_vector(
+    caps = _network_capacities(net) if capacities_pps is None else _float_vector(
         capacities_pps, "capacities_pps", net.link_names, "link")
     w = net.weights if weights is None else _float_vector(weights, "weights", net.flow_names, "flow")
     d = net.demands_pps if demands_pps is None else _float_vector(demands_pps, "demands_pps", net.flow_names, "flow")
@@ -252,7 +264,7 @@ def _exact_vector(values, field: str, names: list[str], kind: str, allow_inf: bo
 
 def _exact_inputs(topo: _Topology, capacities_pps, weights, demands_pps):
     net = topo.network
-    caps = _exact_vector(net.capacities_pps if capacities_pps is None else capacities_pps, "capacities_pps",
+    caps = _exact_vector(_network_capacities(net) if capacities_pps is None else capacities_pps, "capacities_pps",
                          net.link_names, "link")
     w = _exact_vector(net.weights if weights is None else weights, "weights", net.flow_names, "flow")
     d = _exact_vector(net.demands_pps if demands_pps is None else demands_pps, "demands_pps", net.flow_names,
@@ -376,10 +388,12 @@ def maxmin(network: Network, *, capacities_pps=None, weights=None, demands_pps=N
 
 def maxmin_at(network: Network, t: float, *, capacities_pps=None, weights=None, demands_pps=None,
               exact: bool = False) -> MaxMinResult:
-    """Max-min fair rates among the flows active at time t (seconds): start <= t < stop.
+    """Max-min fair rates among the flows active at time t (seconds): start <= t < stop, on the
+    links' capacities at time t (`Network.at`; capacity schedules are followed).
 
     Inactive flows get rate 0, no bottleneck, and add no load. Other arguments as `maxmin`.
-    Equivalent to `maxmin` on ``network.replace(flows=[active flows])``, with rates of 0 filled in.
+    Equivalent to `maxmin` on ``network.at(t).replace(flows=[active flows])``, with rates of 0
+    filled in.
     """
     if isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(t):
         raise ParameterError("t", t, "a finite time in seconds")
@@ -387,6 +401,8 @@ def maxmin_at(network: Network, t: float, *, capacities_pps=None, weights=None, 
         active = network.active(float(t))
     else:
         raise NetworkError("network", type(network).__name__, "a fluidcc.network.Network")
+    if capacities_pps is None and network.has_schedules:
+        network = network.at(float(t))
     return _solve(network, capacities_pps, weights, demands_pps, exact, active)
 
 
@@ -442,7 +458,7 @@ def maxmin_batch(network: Network, capacities_pps, *, weights=None, demands_pps=
     """
     topo = _Topology(network)
     caps = _batch_capacities(capacities_pps, network)
-    _, w, d = _float_inputs(topo, None, weights, demands_pps)
+    _, w, d = _float_inputs(topo, caps[0], weights, demands_pps)  # the capacities are the caller's
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
         raise ParameterError("chunk_size", chunk_size, "a whole number >= 1")
     size = caps.shape[0]
@@ -639,7 +655,8 @@ def maxmin_sympy(network: Network, *, capacities_pps=None, weights=None, demands
 def allocation_rows(network: Network, result: "MaxMinResult") -> tuple[list[dict], list[dict]]:
     """The allocation as rows: per flow its rate (packets/s and Mb/s in the network's packet
     size; as a fraction in exact mode), bottleneck links, whether its demand or inactivity limits
-    it, and a short text of what limits it; per link its capacity, load and utilization."""
+    it, and a short text of what limits it; per link the capacity the allocation used, its load and
+    utilization."""
     from .units import pps_to_mbps
 
     packet_bytes = network.packet_bytes
@@ -661,8 +678,9 @@ def allocation_rows(network: Network, result: "MaxMinResult") -> tuple[list[dict
     links = []
     for l, link in enumerate(network.links):
         load = float(result.link_load_pps[l])
-        links.append({"name": link.name, "capacity_pps": link.capacity_pps,
-                      "capacity_mbps": pps_to_mbps(link.capacity_pps, packet_bytes), "load_pps": load,
+        capacity = float(result.capacities_pps[l])
+        links.append({"name": link.name, "capacity_pps": capacity,
+                      "capacity_mbps": pps_to_mbps(capacity, packet_bytes), "load_pps": load,
                       "load_mbps": pps_to_mbps(load, packet_bytes), "utilization": float(result.utilization[l])})
     return flows, links
 

@@ -13,6 +13,12 @@ File format (TOML shown; JSON has the same keys)::
     capacity = "155Mbps"           # or a number in packets/s
     delay = "20ms"                 # one-way propagation delay (number: seconds), default 0
     buffer = 500                   # packets, optional (default: none given)
+    from = "x"                     # optional: the nodes the link joins, both or neither
+    to = "y"
+    schedule = [{at = "10s", capacity = "20Mbps"}, {at = "30s", capacity = 2500}]
+                                   # optional: from `at` on (number: seconds) the capacity is
+                                   # `capacity` (number: packets/s); before the first entry it is
+                                   # `capacity` above. Times >= 0, strictly increasing.
 
     [[flows]]
     name = "short"
@@ -24,21 +30,36 @@ File format (TOML shown; JSON has the same keys)::
     start = "0s"                   # default 0
     stop = "40s"                   # default: never
     demand = "10Mbps"              # optional cap on the flow's rate (max-min with demands)
+    reverse_route = ["b"]          # optional: the links its ACKs cross, in order (default below)
     count = 1                      # optional: this many identical flows (names "short[0]", ...)
 
 Units inside are SI: capacities and demands in packets per second, delays and times in seconds.
-A flow's round-trip time is 2 (access delay + sum of its links' one-way delays): the reverse path
-is taken to have the same delays and no queues.
+
+Reverse routes. The reverse of a link is the one link whose `from` and `to` are the link's `to`
+and `from` (none if no link or several links fit, or the link has no endpoints). A flow's ACKs
+cross its `reverse_route` if it gives one; else, when every link of its route has a reverse, the
+reverses of its route's links in the opposite order; else (`Network.reverse_route_indices` is
+None) they return over an uncongested path with the route's delays. A flow's round-trip
+propagation delay is 2 access delay + its route's one-way delays + its reverse path's.
+
+Capacity schedules. `Network.capacity_schedule(link)` gives a link's capacity over time and
+`Network.at(t_s)` the network with the capacities at time t_s and no schedules. The packet
+simulator follows schedules; max-min and the fluid models take one capacity per link and refuse
+a network with schedules (`Network.require_fixed_capacities`): give them `network.at(t_s)`.
 
 Validation raises `fluidcc.errors.NetworkError` (a `ParameterError`) naming the offending link or
-flow: unknown link in a route, empty route, repeated link in a route, capacity <= 0, negative
-delay or buffer, weight <= 0, stop before start, duplicate names.
+flow and the field: unknown link in a route or reverse route, empty route, repeated link in a
+route or reverse route, capacity <= 0, negative delay or buffer, only one of from and to, a link
+from a node to itself, schedule times not finite, negative or not increasing, schedule
+capacities <= 0, weight <= 0, stop before start, duplicate names.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -53,15 +74,22 @@ from .units import DEFAULT_PACKET_BYTES, parse_number, parse_rate, parse_time
 class Link:
     """A unidirectional link.
 
-    name: unique name; capacity_pps: capacity in packets/s, > 0; delay_s: one-way propagation
-    delay in seconds, >= 0; buffer_packets: buffer size in packets (None: not given, the packet
-    simulator then uses one bandwidth-delay product).
+    name: unique name; capacity_pps: capacity in packets/s, > 0 (with a schedule: the capacity
+    before its first entry); delay_s: one-way propagation delay in seconds, >= 0;
+    buffer_packets: buffer size in packets (None: not given, the packet simulator then uses one
+    bandwidth-delay product); source / target: the names of the nodes the link goes from and to
+    (file keys `from` and `to`; both or neither; they define reverse links, see the module
+    docstring); schedule: pairs (time_s, capacity_pps): from time_s on the capacity is
+    capacity_pps; times finite, >= 0 and strictly increasing, capacities finite and > 0.
     """
 
     name: str
     capacity_pps: float
     delay_s: float = 0.0
     buffer_packets: float | None = None
+    source: str | None = None
+    target: str | None = None
+    schedule: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self):
         where = f"link {self.name!r}"
@@ -74,6 +102,27 @@ class Link:
         if self.buffer_packets is not None:
             _require(math.isfinite(self.buffer_packets) and self.buffer_packets >= 0, where, "buffer",
                      self.buffer_packets, "a finite buffer >= 0 packets")
+        for key, node in (("from", self.source), ("to", self.target)):
+            _require(node is None or (isinstance(node, str) and node != ""), where, key, node,
+                     "a node name (a non-empty string)")
+        if (self.source is None) != (self.target is None):
+            missing, given, node = ("to", "from", self.source) if self.target is None else ("from", "to", self.target)
+            _require(False, where, missing, None,
+                     f"a node name: give both from and to, or neither ({given} = {node!r} is given)")
+        _require(self.source is None or self.source != self.target, where, "to", self.target,
+                 f"a node other than from ({self.source!r}): a link joins two different nodes")
+        object.__setattr__(self, "schedule", _checked_schedule(self.schedule, where))
+
+    def capacity_at(self, t_s: float) -> float:
+        """The capacity in packets/s at time t_s (seconds): the last schedule entry at or before
+        t_s, else `capacity_pps`."""
+        t = _finite_time("t_s", t_s)
+        capacity = self.capacity_pps
+        for time_s, scheduled_pps in self.schedule:
+            if time_s > t:
+                break
+            capacity = scheduled_pps
+        return capacity
 
 
 @dataclass(frozen=True)
@@ -86,7 +135,9 @@ class Flow:
     seconds (stop_s = inf: until the end), stop after start; demand_pps: the most the flow
     wants to send, packets/s (inf: no cap); interface_pps: the rate of the sender's network
     interface, packets/s, finite and > 0, used by the packet simulator only (a source sends no
-    faster; None: as fast as its first link, which then paces it).
+    faster; None: as fast as its first link, which then paces it); reverse_route: the links its
+    ACKs cross, in order (non-empty, no link twice; None: the default of
+    `Network.reverse_route_indices`).
     """
 
     name: str
@@ -97,6 +148,7 @@ class Flow:
     stop_s: float = math.inf
     demand_pps: float = math.inf
     interface_pps: float | None = None
+    reverse_route: tuple[str, ...] | None = None
 
     def __post_init__(self):
         where = f"flow {self.name!r}"
@@ -124,6 +176,19 @@ class Flow:
         if self.interface_pps is not None:
             _require(math.isfinite(self.interface_pps) and self.interface_pps > 0, where, "interface",
                      self.interface_pps, "a finite interface rate > 0 packets/s (or none: its first link's)")
+        if self.reverse_route is not None:
+            if isinstance(self.reverse_route, str):
+                object.__setattr__(self, "reverse_route", (self.reverse_route,))
+            object.__setattr__(self, "reverse_route", tuple(self.reverse_route))
+            _require(len(self.reverse_route) > 0, where, "reverse_route", [],
+                     "a non-empty list of link names (or none: the default reverse path)")
+            seen = set()
+            for link in self.reverse_route:
+                _require(isinstance(link, str), where, "reverse_route", list(self.reverse_route),
+                         "a list of link names")
+                _require(link not in seen, where, "reverse_route", list(self.reverse_route),
+                         f"each link at most once (link {link!r} is repeated)")
+                seen.add(link)
 
 
 @dataclass(frozen=True)
@@ -140,6 +205,7 @@ class Network:
     flows: tuple[Flow, ...]
     packet_bytes: int = DEFAULT_PACKET_BYTES
     _link_index: Mapping[str, int] = field(init=False, repr=False, compare=False, hash=False)
+    _reverse_links: tuple[int | None, ...] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self):
         object.__setattr__(self, "links", tuple(self.links))
@@ -164,11 +230,21 @@ class Network:
             if flow.name in names:
                 raise NetworkError("flows.name", flow.name, "unique flow names (this one is repeated)")
             names.add(flow.name)
-            for link in flow.route:
-                if link not in index:
-                    raise NetworkError(f"flow {flow.name!r}: route", link,
-                                       f"a link of the network ({', '.join(sorted(index))})")
+            for key, route in (("route", flow.route), ("reverse_route", flow.reverse_route or ())):
+                for link in route:
+                    if link not in index:
+                        raise NetworkError(f"flow {flow.name!r}: {key}", link,
+                                           f"a link of the network ({', '.join(sorted(index))})")
         object.__setattr__(self, "_link_index", index)
+        by_endpoints: dict[tuple[str, str], list[int]] = {}
+        for l, link in enumerate(self.links):
+            if link.source is not None:
+                by_endpoints.setdefault((link.source, link.target), []).append(l)
+        reverse_links = []
+        for link in self.links:
+            candidates = by_endpoints.get((link.target, link.source), []) if link.source is not None else []
+            reverse_links.append(candidates[0] if len(candidates) == 1 else None)
+        object.__setattr__(self, "_reverse_links", tuple(reverse_links))
 
     # ----------------------------------------------------------------------------------- sizes
     @property
@@ -213,8 +289,43 @@ class Network:
 
     @property
     def capacities_pps(self) -> np.ndarray:
-        """Link capacities in packets/s, shape (L,)."""
+        """Link capacities in packets/s, shape (L,); of a link with a schedule, the capacity before
+        its first entry (`capacity_schedule` gives the rest, `at(t_s)` the capacities at t_s)."""
         return np.array([link.capacity_pps for link in self.links])
+
+    @property
+    def has_schedules(self) -> bool:
+        """Whether some link's capacity changes over time (has a schedule)."""
+        return any(link.schedule for link in self.links)
+
+    def capacity_schedule(self, link: int | str) -> tuple[np.ndarray, np.ndarray]:
+        """(times_s, capacities_pps) of a link, float64 arrays of one length: from times_s[k] on
+        (seconds) the capacity is capacities_pps[k] (packets/s). times_s[0] == 0.0 and times_s
+        increase strictly; a link without a schedule has one entry, its capacity."""
+        entry = self.links[self.link_index(link) if isinstance(link, str) else link]
+        pairs = [(0.0, entry.capacity_pps), *entry.schedule]
+        if len(pairs) > 1 and pairs[1][0] == 0.0:  # an entry at 0 replaces the base capacity
+            pairs.pop(0)
+        times, capacities = zip(*pairs)
+        return np.array(times, dtype=np.float64), np.array(capacities, dtype=np.float64)
+
+    def at(self, t_s: float) -> "Network":
+        """The network at time t_s (seconds): each link's capacity then (`Link.capacity_at`), no
+        schedules; all else unchanged. For max-min and the fluid models, which take one capacity
+        per link."""
+        t = _finite_time("t_s", t_s)
+        links = tuple(dataclasses.replace(link, capacity_pps=link.capacity_at(t), schedule=()) for link in self.links)
+        return Network(links, self.flows, self.packet_bytes)
+
+    def require_fixed_capacities(self, user: str) -> None:
+        """Raise `NetworkError` naming the first link with a schedule, for `user` (what takes one
+        capacity per link, e.g. "max-min"), which would otherwise use the capacities before the
+        schedules start without saying so."""
+        for link in self.links:
+            if link.schedule:
+                raise NetworkError(f"link {link.name!r}: schedule", link.schedule,
+                                   f"no capacity schedule: {user} takes one capacity per link; give it "
+                                   "network.at(t_s), the network with the capacities at time t_s")
 
     @property
     def link_delays_s(self) -> np.ndarray:
@@ -241,16 +352,41 @@ class Network:
 
     @property
     def rtt_s(self) -> np.ndarray:
-        """Round-trip propagation delay of each flow in seconds, shape (N,):
-        2 (access delay + sum of the one-way delays of its links)."""
+        """Round-trip propagation delay of each flow in seconds, shape (N,): 2 access delay + the
+        one-way delays of its route's links + those of its reverse path (`reverse_route_indices`;
+        the route's again when that is None)."""
         delays = self.link_delays_s
-        return np.array([2.0 * (flow.access_delay_s + sum(delays[self._link_index[n]] for n in flow.route))
-                         for flow in self.flows])
+        rtts = []
+        for i, flow in enumerate(self.flows):
+            forward = sum(delays[l] for l in self.route_indices(i))
+            reverse = self.reverse_route_indices(i)
+            if reverse is None:
+                rtts.append(2.0 * (flow.access_delay_s + forward))
+            else:
+                rtts.append(2.0 * flow.access_delay_s + forward + sum(delays[l] for l in reverse))
+        return np.array(rtts, dtype=np.float64)
 
     def route_indices(self, flow: int | str) -> list[int]:
         """Link positions on a flow's route, in the order crossed."""
         i = self.flow_index(flow) if isinstance(flow, str) else flow
         return [self._link_index[name] for name in self.flows[i].route]
+
+    def reverse_link_index(self, link: int | str) -> int | None:
+        """Position of a link's reverse: the one link from its `to` node to its `from` node (None
+        when the link has no endpoints, or no link or several links fit)."""
+        return self._reverse_links[self.link_index(link) if isinstance(link, str) else link]
+
+    def reverse_route_indices(self, flow: int | str) -> list[int] | None:
+        """Link positions of the path a flow's ACKs cross, in order: its `reverse_route` if given;
+        else the reverses of its route's links in the opposite order, when every one has a reverse
+        (`reverse_link_index`); else None: the ACKs return over an uncongested path of fixed
+        delay (the route's delays)."""
+        i = self.flow_index(flow) if isinstance(flow, str) else flow
+        explicit = self.flows[i].reverse_route
+        if explicit is not None:
+            return [self._link_index[name] for name in explicit]
+        reverses = [self._reverse_links[l] for l in reversed(self.route_indices(i))]
+        return None if any(l is None for l in reverses) else reverses
 
     def flows_on(self, link: int | str) -> list[int]:
         """Positions of the flows that cross a link."""
@@ -272,7 +408,8 @@ class Network:
         return np.asarray(rates_pps, dtype=np.float64) @ self.routing_matrix.T
 
     def utilization(self, rates_pps) -> np.ndarray:
-        """Offered traffic over capacity per link, shape (..., L)."""
+        """Offered traffic over capacity per link, shape (..., L) (no schedules: see `at`)."""
+        self.require_fixed_capacities("Network.utilization")
         return self.link_load(rates_pps) / self.capacities_pps
 
     def bottlenecks(self, rates_pps, rtol: float = 1e-9) -> list[list[int]]:
@@ -280,8 +417,10 @@ class Network:
 
         Link l is a bottleneck of flow i when it is saturated (load >= capacity (1 - rtol)) and
         no flow on it has a larger weighted rate rate_j / weight_j than flow i (within rtol).
-        A flow held at its demand has none. Returns a list of link positions per flow.
+        A flow held at its demand has none. Returns a list of link positions per flow. No
+        schedules: see `at`.
         """
+        self.require_fixed_capacities("Network.bottlenecks")
         rates = np.asarray(rates_pps, dtype=np.float64)
         if rates.shape != (self.n_flows,):
             raise NetworkError("rates", f"shape {rates.shape}", f"one rate per flow, shape ({self.n_flows},)")
@@ -300,13 +439,14 @@ class Network:
 
     def replace(self, *, capacities_pps: Sequence[float] | None = None, flows: Iterable[Flow] | None = None,
                 links: Iterable[Link] | None = None) -> "Network":
-        """A copy with new link capacities (in link order), new flows or new links."""
+        """A copy with new link capacities (in link order; a link's schedule, endpoints and
+        other fields are kept), new flows or new links."""
         new_links = tuple(links) if links is not None else self.links
         if capacities_pps is not None:
             caps = list(capacities_pps)
             if len(caps) != len(new_links):
                 raise NetworkError("capacities", f"{len(caps)} values", f"one capacity per link ({len(new_links)})")
-            new_links = tuple(Link(l.name, float(c), l.delay_s, l.buffer_packets) for l, c in zip(new_links, caps))
+            new_links = tuple(dataclasses.replace(l, capacity_pps=float(c)) for l, c in zip(new_links, caps))
         return Network(new_links, tuple(flows) if flows is not None else self.flows, self.packet_bytes)
 
     # ------------------------------------------------------------------------------- files
@@ -356,6 +496,10 @@ class Network:
             entry: dict[str, Any] = {"name": link.name, "capacity": link.capacity_pps, "delay": link.delay_s}
             if link.buffer_packets is not None:
                 entry["buffer"] = link.buffer_packets
+            if link.source is not None:
+                entry["from"], entry["to"] = link.source, link.target
+            if link.schedule:
+                entry["schedule"] = [{"at": time_s, "capacity": capacity_pps} for time_s, capacity_pps in link.schedule]
             links.append(entry)
         flows = []
         for flow in self.flows:
@@ -367,6 +511,8 @@ class Network:
                 entry["demand"] = flow.demand_pps
             if flow.interface_pps is not None:
                 entry["interface"] = flow.interface_pps
+            if flow.reverse_route is not None:
+                entry["reverse_route"] = list(flow.reverse_route)
             flows.append(entry)
         data: dict[str, Any] = {"links": links, "flows": flows}
         if self.packet_bytes != DEFAULT_PACKET_BYTES:
@@ -390,6 +536,33 @@ class Network:
 def _require(ok: bool, where: str, field_name: str, value, allowed: str) -> None:
     if not ok:
         raise NetworkError(f"{where}: {field_name}", value, allowed)
+
+
+def _finite_time(field_name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise NetworkError(field_name, value, "a finite time in seconds")
+    return float(value)
+
+
+def _checked_schedule(schedule, where: str) -> tuple[tuple[float, float], ...]:
+    """The schedule as a tuple of (time_s, capacity_pps) float pairs, checked."""
+    if isinstance(schedule, (str, bytes, Mapping)) or not isinstance(schedule, Iterable):
+        raise NetworkError(f"{where}: schedule", schedule, "a sequence of (time_s, capacity_pps) pairs")
+    checked: list[tuple[float, float]] = []
+    for k, entry in enumerate(schedule):
+        pair = tuple(entry) if isinstance(entry, (tuple, list, np.ndarray)) else None
+        if pair is None or len(pair) != 2 or not all(
+                isinstance(v, numbers.Real) and not isinstance(v, bool) for v in pair):
+            raise NetworkError(f"{where}: schedule[{k}]", entry, "a pair (time_s, capacity_pps) of numbers")
+        time_s, capacity_pps = float(pair[0]), float(pair[1])
+        _require(math.isfinite(time_s) and time_s >= 0, where, f"schedule[{k}].at", time_s, "a finite time >= 0 s")
+        if checked:
+            _require(time_s > checked[-1][0], where, f"schedule[{k}].at", time_s,
+                     f"a time after the previous entry's ({checked[-1][0]} s): times strictly increasing")
+        _require(math.isfinite(capacity_pps) and capacity_pps > 0, where, f"schedule[{k}].capacity", capacity_pps,
+                 "a finite capacity > 0 packets/s")
+        checked.append((time_s, capacity_pps))
+    return tuple(checked)
 
 
 def _list(data: Mapping[str, Any], key: str) -> list:
@@ -418,7 +591,7 @@ def _quantity(parse, where: str, key: str, value, *args) -> float:
 
 def _link_from(entry, i: int, packet_bytes: int) -> Link:
     where = f"link {entry.get('name', i)!r}" if isinstance(entry, Mapping) else f"links[{i}]"
-    _check_keys(entry, where, {"name", "capacity", "delay", "buffer"})
+    _check_keys(entry, where, {"name", "capacity", "delay", "buffer", "from", "to", "schedule"})
     if "capacity" not in entry:
         raise NetworkError(f"{where}: capacity", None, "a capacity (e.g. 100Mbps, or packets/s)")
     buffer = entry.get("buffer")
@@ -427,18 +600,35 @@ def _link_from(entry, i: int, packet_bytes: int) -> Link:
         capacity_pps=_quantity(parse_rate, where, "capacity", entry["capacity"], packet_bytes),
         delay_s=_quantity(parse_time, where, "delay", entry.get("delay", 0.0)),
         buffer_packets=None if buffer is None else _quantity(parse_number, where, "buffer", buffer),
+        source=entry.get("from"),
+        target=entry.get("to"),
+        schedule=_schedule_from(entry.get("schedule", []), where, packet_bytes),
     )
+
+
+def _schedule_from(value, where: str, packet_bytes: int) -> tuple[tuple[float, float], ...]:
+    """A file's schedule, a list of tables {at = TIME, capacity = RATE}, as (time_s, capacity_pps) pairs."""
+    if not isinstance(value, list):
+        raise NetworkError(f"{where}: schedule", value, "a list of tables {at = TIME, capacity = RATE}")
+    pairs = []
+    for k, item in enumerate(value):
+        key = f"schedule[{k}]"
+        _check_keys(item, f"{where}: {key}", {"at", "capacity"})
+        for name, allowed in (("at", "a time (e.g. 10s, or seconds)"),
+                              ("capacity", "a capacity (e.g. 20Mbps, or packets/s)")):
+            if name not in item:
+                raise NetworkError(f"{where}: {key}.{name}", None, allowed)
+        pairs.append((_quantity(parse_time, where, f"{key}.at", item["at"]),
+                      _quantity(parse_rate, where, f"{key}.capacity", item["capacity"], packet_bytes)))
+    return tuple(pairs)
 
 
 def _flows_from(entry, i: int, packet_bytes: int) -> list[Flow]:
     where = f"flow {entry.get('name', i)!r}" if isinstance(entry, Mapping) else f"flows[{i}]"
     _check_keys(entry, where, {"name", "route", "access_delay", "weight", "start", "stop", "demand", "interface",
-                               "count"})
-    route = entry.get("route")
-    if isinstance(route, str):
-        route = [route]
-    if not isinstance(route, list) or not all(isinstance(r, str) for r in route):
-        raise NetworkError(f"{where}: route", route, "a list of link names")
+                               "reverse_route", "count"})
+    route = _names(entry.get("route"), where, "route")
+    reverse_route = entry.get("reverse_route")
     stop = entry.get("stop")
     demand = entry.get("demand")
     interface = entry.get("interface")
@@ -450,6 +640,7 @@ def _flows_from(entry, i: int, packet_bytes: int) -> list[Flow]:
         stop_s=math.inf if stop is None else _quantity(parse_time, where, "stop", stop),
         demand_pps=math.inf if demand is None else _quantity(parse_rate, where, "demand", demand, packet_bytes),
         interface_pps=None if interface is None else _quantity(parse_rate, where, "interface", interface, packet_bytes),
+        reverse_route=None if reverse_route is None else tuple(_names(reverse_route, where, "reverse_route")),
     )
     name = str(entry.get("name", f"flow{i}"))
     count = entry.get("count", 1)
@@ -458,6 +649,15 @@ def _flows_from(entry, i: int, packet_bytes: int) -> list[Flow]:
     if count == 1:
         return [Flow(name=name, **common)]
     return [Flow(name=f"{name}[{k}]", **common) for k in range(count)]
+
+
+def _names(value, where: str, key: str) -> list[str]:
+    """A file's list of link names (one name alone is a list of one)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise NetworkError(f"{where}: {key}", value, "a list of link names")
+    return value
 
 
 def toml_loads(text: str) -> Any:
@@ -477,13 +677,17 @@ def _toml_value(value) -> str:
         return json.dumps(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):  # an inline table (keys are bare words)
+        return "{" + ", ".join(f"{key} = {_toml_value(v)}" for key, v in value.items()) + "}"
     if isinstance(value, float) and math.isinf(value):
         return "inf" if value > 0 else "-inf"
     return repr(value)
 
 
 def _toml_dumps(data: Mapping[str, Any]) -> str:
-    lines = []
+    lines = [f"{key} = {_toml_value(value)}" for key, value in data.items() if key not in ("links", "flows")]
+    if lines:
+        lines.append("")
     for table in ("links", "flows"):
         for entry in data[table]:
             lines.append(f"[[{table}]]")

@@ -51,6 +51,9 @@ class ExplicitRateNetwork(DDESystem):
     #: Names of the protocol's own per-link states, after u and q.
     link_states: ClassVar[tuple[str, ...]] = ()
 
+    def __post_init__(self):
+        self.network.require_fixed_capacities(f"the {self.name} fluid model")
+
     @property
     def layout(self) -> NetworkLayout:
         return NetworkLayout(self.network)

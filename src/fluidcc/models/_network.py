@@ -116,7 +116,9 @@ class NetworkLayout:
 
 
 def link_capacities(network: Network, capacity_pps) -> np.ndarray:
-    """Capacities as (L,) or (B, L) packets/s: the network's by default."""
+    """Capacities as (L,) or (B, L) packets/s: the network's by default. A network with capacity
+    schedules is refused (a fluid model takes one capacity per link: give it `network.at(t_s)`)."""
+    network.require_fixed_capacities("a fluid model on a network")
     capacity = np.asarray(network.capacities_pps if capacity_pps is None else capacity_pps, dtype=np.float64)
     if capacity.ndim not in (1, 2) or capacity.shape[-1] != network.n_links:
         raise ShapeError("capacity", f"shape {capacity.shape}", f"shape (L,) or (B, L) with L = {network.n_links}")

@@ -83,6 +83,9 @@ class MIAIMDNetwork(DDESystem):
     network: Network
     name = "miaimd_network"
 
+    def __post_init__(self):
+        self.network.require_fixed_capacities(f"the {self.name} fluid model")
+
     @property
     def layout(self) -> NetworkLayout:
         return NetworkLayout(self.network)

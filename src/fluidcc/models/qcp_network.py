@@ -134,6 +134,7 @@ class QCPNetwork(ExplicitRateNetwork):
     name = "qcp_network"
 
     def __post_init__(self):
+        super().__post_init__()
         if self.variant not in VARIANTS:
             raise ParameterError("variant", self.variant, f"one of {', '.join(VARIANTS)}")
 

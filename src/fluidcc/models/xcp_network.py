@@ -147,6 +147,7 @@ class XCPNetwork(DDESystem):
     def __post_init__(self):
         if self.variant not in VARIANTS:
             raise ParameterError("variant", self.variant, f"one of {', '.join(VARIANTS)}")
+        self.network.require_fixed_capacities(f"the {self.name} fluid model")
 
     @property
     def name(self) -> str:
