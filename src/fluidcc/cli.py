@@ -433,12 +433,17 @@ def maxmin_command(network_file, at, exact, out) -> None:
               help="Output folder: run.nc (the dataset, NetCDF), flows.csv (one row per flow and run), "
                    "summary.json (per run and mean), afct.png (AFCT vs flow size with processor sharing) and "
                    "link.png (utilization and queue over time).")
-def packet_command(scenario_file, out) -> None:
+@click.option("--trace", "trace", is_flag=True,
+              help="Also write each seed's flows as a trace, trace_seed<SEED>.csv in the output folder (columns "
+                   "start_s [s], size_packets [packets, inf: long-lived], route [the network flow's name], "
+                   "stop_s [s, inf: never]), which [workload] kind = \"trace\" replays (in fluidcc, or ns-3).")
+def packet_command(scenario_file, out, trace) -> None:
     """Packet-level simulation of SCENARIO.toml: a network (file or inline), a workload (Poisson
-    arrivals at a load, or long-lived flows), a protocol (any with a packet-level model: `fluidcc
-    models` lists them and their settings), a duration and seeds (one run per seed, simulated as one
-    batch). The file format is documented in `fluidcc.packet.scenario`. Times accept s, ms, us (bare
-    numbers are seconds); sizes are packets."""
+    arrivals at a load, long-lived flows, or a trace: a CSV flow table, kind = "trace", the same
+    flows for every seed), a protocol (any with a packet-level model: `fluidcc models` lists them
+    and their settings), a duration and seeds (one run per seed, simulated as one batch). The file
+    format is documented in `fluidcc.packet.scenario`. Times accept s, ms, us (bare numbers are
+    seconds); sizes are packets."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from .packet.scenario import Scenario, run_scenario, write_outputs
@@ -461,6 +466,8 @@ def packet_command(scenario_file, out) -> None:
             dataset.attrs["command"] = _command_line()
             phase("outputs")
             paths, summary = write_outputs(dataset, scenario, out_dir)
+            if trace:
+                paths = paths + scenario.write_traces(out_dir)
             bar.update(current[-1], total=1, completed=1)
     except FluidccError as error:
         _fail(error)
@@ -471,15 +478,16 @@ def packet_command(scenario_file, out) -> None:
     link = summary["bottleneck_link"]
     poisson = summary["workload_kind"] == "poisson"
     load = f", load {summary['offered_load']:g}" if poisson else ""
+    sized = poisson or (summary["workload_kind"] == "trace" and (summary["mean"].get("flows") or 0) > 0)
     click.echo(f"{summary['protocol']}, {summary['workload_kind']} workload on route {summary['workload_route']!r}"
                f"{load}; bottleneck {link!r} {summary['bottleneck_capacity_pps']:g} packets/s, RTPD "
                f"{1e3 * summary['rtpd_s']:g} ms; {summary['duration_s']:g} s, {len(summary['runs'])} run(s)")
-    headers = ["run", "seed", "finished/flows", "AFCT s", "mean slowdown"] if poisson else \
+    headers = ["run", "seed", "finished/flows", "AFCT s", "mean slowdown"] if sized else \
         ["run", "seed", "flows", "throughput pkt/s", "Jain"]
     headers += [f"utilization {link}", f"queue {link}", "drop rate"]
     rows = []
     for row in summary["runs"] + [dict(summary["mean"], run="mean", seed="")]:
-        if poisson:
+        if sized:
             finished = (f"{row['finished']}/{row['flows']}" if row["run"] != "mean"
                         else f"{row['finished']:.1f}/{row['flows']:.1f}")
             cells = [finished, number(row.get("afct_s"), ".4g"), number(row.get("mean_slowdown"), ".3g")]

@@ -19,8 +19,8 @@ from fluidcc.cli import main
 from fluidcc.errors import ParameterError
 from fluidcc.packet import metrics
 from fluidcc.packet.protocols import RCP, TCP, OpenLoop
-from fluidcc.packet.scenario import Scenario, toml_text
-from fluidcc.packet.workloads import EmpiricalCDF, Exponential, Fixed, Pareto
+from fluidcc.packet.scenario import Scenario, run_scenario, toml_text
+from fluidcc.packet.workloads import EmpiricalCDF, Exponential, Fixed, Pareto, read_trace
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 
@@ -201,6 +201,45 @@ def test_the_examples_load():
     assert tcp.network.links[0].buffer_packets == 1000
 
 
+TRACE_CSV = "start_s,size_packets,route,stop_s,fct_s\n0.5,4,short,inf,0.1\n0,inf,long,2.5,nan\n0.25,2,short,inf,0.2\n"
+
+
+def test_trace_workloads(tmp_path):
+    _write(tmp_path, "two.toml", NETWORK_TOML)
+    (tmp_path / "traces").mkdir()
+    _write(tmp_path / "traces", "flows.csv", TRACE_CSV)
+    scenario = Scenario.from_dict(_data(network={"file": "two.toml"}, seeds=[1, 2, 3],
+                                        workload={"kind": "trace", "file": "traces/flows.csv"}), tmp_path)
+    assert scenario.workload.kind == "trace" and scenario.workload.file == tmp_path / "traces" / "flows.csv"
+    tables = scenario.tables()
+    assert len(tables) == 3 and all(t is tables[0] for t in tables)  # a trace is the same for every seed
+    table = tables[0]
+    assert table.start_s.tolist() == [0.5, 0.0, 0.25] and table.route.tolist() == [1, 0, 1]  # the file's order
+    assert table.size_packets.tolist() == [4.0, math.inf, 2.0] and table.stop_s.tolist() == [math.inf, 2.5, math.inf]
+    # the route most flows follow gives the reference numbers
+    assert scenario.route_name == "short" and scenario.bottleneck_link == "b"
+    assert math.isnan(scenario.offered_load)
+    attributes = scenario.attributes()
+    assert attributes["workload_kind"] == "trace" and attributes["trace_file"] == str(tmp_path / "traces" / "flows.csv")
+    assert math.isnan(attributes["arrival_window_s"])
+    # an absolute path, from a scenario anywhere
+    absolute = Scenario.from_dict(_data(network={"file": str(tmp_path / "two.toml")},
+                                        workload={"kind": "trace", "file": str(tmp_path / "traces" / "flows.csv")}),
+                                  tmp_path / "elsewhere")
+    np.testing.assert_array_equal(absolute.tables()[0].start_s, table.start_s)
+
+
+def test_every_workload_kind_is_documented():
+    from fluidcc.packet import scenario as module
+    from fluidcc.packet.scenario import WORKLOAD_KINDS
+
+    assert WORKLOAD_KINDS == ("poisson", "long_lived", "trace")
+    for kind in WORKLOAD_KINDS:
+        assert f'kind = "{kind}"' in module.__doc__, kind
+    result = CliRunner().invoke(main, ["packet", "--help"])
+    assert 'kind = "trace"' in " ".join(result.output.split()) and "--trace" in result.output
+
+
 # ------------------------------------------------------------------------------- end to end
 SMALL_POISSON = """
     duration = "4s"
@@ -304,6 +343,75 @@ def test_packet_command_long_lived_tcp(tmp_path):
     assert row["long_lived"] == 3 and row["flows"] == 0 and 0 < row["jain_fairness"] <= 1
     assert row["utilization"]["l"] > 0.5
     assert summary["offered_load"] is None  # NaN: no load for long-lived flows
+
+
+SMALL_TRACE = """
+    duration = "2s"
+    seeds = [1, 2]
+    slot = "2ms"
+    sample = "20ms"
+
+    [network]
+    [[network.links]]
+    name = "l"
+    capacity = 500
+    delay = "20ms"
+    [[network.flows]]
+    name = "f"
+    route = ["l"]
+
+    [workload]
+    kind = "trace"
+    file = "ns3_flows.csv"
+
+    [protocol]
+    name = "tcp"
+"""
+
+
+def test_packet_command_replays_a_trace_and_writes_it_back(tmp_path):
+    scenario = _write(tmp_path, "trace.toml", SMALL_TRACE)
+    # ns-3's flow monitor style: an id and an fct column beside the trace's; starts off the 2 ms slots
+    _write(tmp_path, "ns3_flows.csv", "flow_id,start_s,size_packets,fct_s\n"
+                                      "0,0.3,20,0.4\n1,0.0,5,0.1\n2,0.0101,1,0.05\n3,0.5,8,0.2\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["packet", str(scenario), "--out", str(out), "--trace"])
+    assert result.exit_code == 0, result.output
+    assert "trace workload on route 'f'" in result.output and "finished/flows" in result.output
+    assert (out / "afct.png").is_file()
+    flows = pd.read_csv(out / "flows.csv")
+    assert len(flows) == 8 and flows["seed"].tolist() == [1] * 4 + [2] * 4
+    for seed in (1, 2):  # every seed replays the same flows, at the first 2 ms slot boundary at or after each start
+        mine = flows[flows["seed"] == seed]
+        np.testing.assert_allclose(mine["start_s"], [0.3, 0.0, 0.012, 0.5], rtol=0, atol=1e-12)
+        assert mine["size_packets"].tolist() == [20, 5, 1, 8] and mine["fct_s"].notna().all()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["workload_kind"] == "trace" and summary["offered_load"] is None
+    assert [row["finished"] for row in summary["runs"]] == [4, 4]
+    # --trace: each seed's flows, as given (not rounded to slots), read back as the same table
+    network = Scenario.load(scenario).network
+    original = read_trace(tmp_path / "ns3_flows.csv", network)
+    for seed in (1, 2):
+        written = read_trace(out / f"trace_seed{seed}.csv", network)
+        for name in ("start_s", "size_packets", "stop_s", "route"):
+            np.testing.assert_array_equal(getattr(written, name), getattr(original, name))
+    assert "trace_seed2.csv" in " ".join(result.output.split())
+    run = xr.open_dataset(out / "run.nc", engine="scipy")
+    assert run.attrs["trace_file"] == str(tmp_path / "ns3_flows.csv")
+
+
+def test_a_scenario_s_flows_replay_as_a_trace_to_the_same_run(tmp_path):
+    drawn = Scenario.from_dict(_data(duration="2s", seed=5, slot="2ms",
+                                     workload={**_poisson(kind="fixed", packets=3), "arrivals": "1s"}))
+    (path,) = drawn.write_traces(tmp_path / "traces")
+    assert path.name == "trace_seed5.csv"
+    replay = Scenario.from_dict(_data(duration="2s", seed=5, slot="2ms",
+                                      workload={"kind": "trace", "file": "traces/trace_seed5.csv"}), tmp_path)
+    first, second = run_scenario(drawn), run_scenario(replay)
+    assert first.sizes["flow"] == second.sizes["flow"] > 0
+    for name in ("start", "size", "route_index", "sent", "received", "dropped", "fct"):
+        np.testing.assert_array_equal(first[name].values, second[name].values, err_msg=name)
+    assert first.attrs["workload_kind"] == "poisson" and second.attrs["workload_kind"] == "trace"
 
 
 # ------------------------------------------------------------------------------- bad scenarios
@@ -459,6 +567,65 @@ BAD = {
         [protocol]
         name = "tcp"
     """, ["workload.sizes.shape", "0.9", "> 1"]),
+    "trace without a file": ("""
+        duration = "1s"
+        [network]
+        file = "net.toml"
+        [workload]
+        kind = "trace"
+        [protocol]
+        name = "tcp"
+    """, ["workload.file", "missing", "required", "CSV"]),
+    "missing trace file": ("""
+        duration = "1s"
+        [network]
+        file = "net.toml"
+        [workload]
+        kind = "trace"
+        file = "nowhere.csv"
+        [protocol]
+        name = "tcp"
+    """, ["workload.file", "nowhere.csv", "existing"]),
+    "trace with a seed": ("""
+        duration = "1s"
+        [network]
+        file = "net.toml"
+        [workload]
+        kind = "trace"
+        file = "flows.csv"
+        seed = 3
+        [protocol]
+        name = "tcp"
+    """, ["workload.seed", "allowed: kind, file"]),
+    "trace row with a size 0": ("""
+        duration = "1s"
+        [network]
+        file = "net.toml"
+        [workload]
+        kind = "trace"
+        file = "zero.csv"
+        [protocol]
+        name = "tcp"
+    """, ["workload", "zero.csv, line 3, size_packets", "'0'", ">= 1"]),
+    "trace with an unknown route": ("""
+        duration = "1s"
+        [network]
+        file = "net.toml"
+        [workload]
+        kind = "trace"
+        file = "unrouted.csv"
+        [protocol]
+        name = "tcp"
+    """, ["workload", "unrouted.csv, line 2, route", "'g'", "f"]),
+    "unknown workload kind": ("""
+        duration = "1s"
+        [network]
+        file = "net.toml"
+        [workload]
+        kind = "replay"
+        [protocol]
+        name = "tcp"
+    """, ["workload.kind", "replay", '"poisson"', '"long_lived"', '"trace"']),
     "arrivals beyond the duration": ("""
         duration = "1s"
         [network]
@@ -479,6 +646,9 @@ def bad_folder(tmp_path):
     _write(tmp_path, "net.toml", '[[links]]\nname = "l"\ncapacity = 100\n[[flows]]\nname = "f"\nroute = ["l"]\n')
     _write(tmp_path, "decreasing.cdf", "0 0\n1000 60\n2000 50\n3000 100\n")
     _write(tmp_path, "short.cdf", "0 0\n1000 90\n")
+    _write(tmp_path, "flows.csv", "start_s,size_packets\n0,1\n")
+    _write(tmp_path, "zero.csv", "start_s,size_packets\n0,1\n0.5,0\n")
+    _write(tmp_path, "unrouted.csv", "start_s,size_packets,route\n0,1,g\n")
     return tmp_path
 
 

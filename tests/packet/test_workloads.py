@@ -23,6 +23,8 @@ from fluidcc.packet.workloads import (
     arrival_rate_for_load,
     named,
     offered_load,
+    read_trace,
+    write_trace,
 )
 
 #: The shared workloads checked out beside the repository (guaranteed locally and in CI).
@@ -355,3 +357,159 @@ def test_flow_table_validation(kwargs, field):
     with pytest.raises(WorkloadError) as error:
         FlowTable(**kwargs)
     assert error.value.field == field
+
+
+# ------------------------------------------------------------------------------- traces
+def _two_flows():
+    from fluidcc.network import Flow, Link, Network
+
+    return Network((Link("a", 1000.0, 0.01), Link("b", 500.0, 0.02)), (Flow("f", ("a", "b")), Flow("g", ("b",))))
+
+
+def _one_flow():
+    from fluidcc.network import Flow, Link, Network
+
+    return Network((Link("l", 500.0, 0.01),), (Flow("f", ("l",)),))
+
+
+def _trace(tmp_path, text: str, name: str = "flows.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_trace_round_trips_exactly(tmp_path):
+    network = _two_flows()
+    table = FlowTable([0.1 + 0.2, 0.0, 1 / 3, 7.5], [12, math.inf, 1, 2**40], stop_s=[math.inf, 4.0, 1e-3 + 1 / 3,
+                                                                                    math.inf], route=[1, 0, 0, 1])
+    path = write_trace(table, tmp_path / "t.csv", network)
+    lines = path.read_text().splitlines()
+    assert lines[0] == "start_s,size_packets,route,stop_s"
+    assert lines[2] == "0.0,inf,f,4.0" and lines[4] == f"7.5,{2**40},g,inf"
+    back = read_trace(path, network)
+    for name in ("start_s", "size_packets", "stop_s", "route"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(table, name), err_msg=name)
+    assert back.route.dtype == np.int32 and len(back) == 4
+
+
+def test_a_trace_keeps_the_file_order_and_ignores_other_columns(tmp_path):
+    # ns-3 style: a flow id and an fct column, columns in another order, unsorted starts, a blank line
+    path = _trace(tmp_path, "flow_id,route,fct_s,size_packets,start_s\n"
+                            "0,g,0.5,3,2.0\n\n"
+                            "1,0,0.1,1,0.5\n"
+                            "2, f ,nan,inf,1.25\n")
+    table = read_trace(path, _two_flows())
+    np.testing.assert_array_equal(table.start_s, [2.0, 0.5, 1.25])
+    np.testing.assert_array_equal(table.size_packets, [3, 1, math.inf])
+    np.testing.assert_array_equal(table.route, [1, 0, 0])
+    assert np.all(np.isposinf(table.stop_s))  # no stop_s column: never stop
+    np.testing.assert_array_equal(table.sorted_by_start().start_s, [0.5, 1.25, 2.0])
+
+
+def test_a_trace_without_routes_needs_a_network_of_one_flow(tmp_path):
+    path = _trace(tmp_path, "start_s,size_packets\n0,5\n0.5,6\n")
+    table = read_trace(path, _one_flow())
+    assert table.route.tolist() == [0, 0] and table.size_packets.tolist() == [5.0, 6.0]
+    with pytest.raises(WorkloadError) as error:
+        read_trace(path, _two_flows())
+    message = str(error.value)
+    for word in (str(path), "line 1", "'route'", "2 flows", "f, g"):
+        assert word in message, (word, message)
+
+
+def test_a_route_cell_is_a_flow_name_before_an_index(tmp_path):
+    from fluidcc.network import Flow, Link, Network
+
+    network = Network((Link("l", 500.0, 0.01),), (Flow("b", ("l",)), Flow("0", ("l",))))
+    path = _trace(tmp_path, "start_s,size_packets,route\n0,1,0\n0,1,b\n0,1,1\n")
+    assert read_trace(path, network).route.tolist() == [1, 0, 1]
+
+
+BAD_TRACES = {
+    # name: (text, words the message holds besides the file name); every row is numbered from the header
+    "no start column": ("start,size_packets\n0,1\n", ["line 1", "start_s", "required"]),
+    "no size column": ("start_s,size\n0,1\n", ["line 1", "size_packets", "required"]),
+    "repeated column": ("start_s,size_packets,start_s\n0,1,2\n", ["line 1", "'start_s' is repeated"]),
+    "non-numeric start": ("start_s,size_packets\n0,1\nsoon,2\n", ["line 3", "start_s", "'soon'", ">= 0"]),
+    "negative start": ("start_s,size_packets\n-1,2\n", ["line 2", "start_s", "'-1'", ">= 0"]),
+    "start nan": ("start_s,size_packets\nnan,2\n", ["line 2", "start_s", "'nan'"]),
+    "start inf": ("start_s,size_packets\ninf,2\n", ["line 2", "start_s", "'inf'", "finite"]),
+    "empty start": ("start_s,size_packets\n,2\n", ["line 2", "start_s", "''"]),
+    "size 0": ("start_s,size_packets\n0,1\n0,1\n0,0\n", ["line 4", "size_packets", "'0'", ">= 1", "inf"]),
+    "fractional size": ("start_s,size_packets\n0,2.5\n", ["line 2", "size_packets", "'2.5'", "whole"]),
+    "size -inf": ("start_s,size_packets\n0,-inf\n", ["line 2", "size_packets", "'-inf'"]),
+    "size not a number": ("start_s,size_packets\n0,12kB\n", ["line 2", "size_packets", "'12kB'"]),
+    "stop before start": ("start_s,size_packets,stop_s\n0,1,inf\n2,1,1.5\n", ["line 3", "stop_s", "'1.5'", "after"]),
+    "stop at start": ("start_s,size_packets,stop_s\n2,1,2\n", ["line 2", "stop_s", "'2'", "after"]),
+    "row too short": ("start_s,size_packets,fct_s\n0,1,0.1\n0,1\n", ["line 3", "['0', '1']", "one cell per column"]),
+    "row too long": ("start_s,size_packets\n0,1,5\n", ["line 2", "one cell per column", "not 3"]),
+    "no flows": ("start_s,size_packets\n\n", ["no flows", "at least one flow"]),
+    "empty file": ("", ["empty file", "header row"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TRACES))
+def test_bad_traces_name_the_file_line_column_and_value(case, tmp_path):
+    text, words = BAD_TRACES[case]
+    path = _trace(tmp_path, text, "bad trace.csv")
+    with pytest.raises(WorkloadError) as error:
+        read_trace(path, _one_flow())
+    assert isinstance(error.value, ParameterError)
+    message = str(error.value)
+    for word in [str(path)] + words:
+        assert word in message, (word, message)
+
+
+@pytest.mark.parametrize("route, words", [
+    ("h", ["line 3", "route", "'h'", "f, g", "0 to 1"]),
+    ("2", ["line 3", "route", "'2'"]),
+    ("-1", ["line 3", "route", "'-1'"]),
+    ("1.0", ["line 3", "route", "'1.0'"]),
+    ("", ["line 3", "route", "''"]),
+])
+def test_bad_trace_routes(route, words, tmp_path):
+    path = _trace(tmp_path, f"start_s,size_packets,route\n0,1,f\n0,1,{route}\n")
+    with pytest.raises(WorkloadError) as error:
+        read_trace(path, _two_flows())
+    for word in [str(path)] + words:
+        assert word in str(error.value), (word, str(error.value))
+
+
+def test_line_numbers_count_blank_lines_and_the_header(tmp_path):
+    path = _trace(tmp_path, "start_s,size_packets\n\n0,1\n\n\n0,x\n")
+    with pytest.raises(WorkloadError) as error:
+        read_trace(path, _one_flow())
+    assert error.value.field == f"{path}, line 6, size_packets" and error.value.value == "x"
+
+
+def test_trace_file_and_writer_errors(tmp_path):
+    with pytest.raises(WorkloadError, match="existing trace file"):
+        read_trace(tmp_path / "none.csv", _one_flow())
+    with pytest.raises(WorkloadError, match=r"route\[1\]"):
+        write_trace(FlowTable([0.0, 1.0], [1, 1], route=[0, 1]), tmp_path / "t.csv", _one_flow())
+    with pytest.raises(WorkloadError, match="table"):
+        write_trace([0.0], tmp_path / "t.csv", _one_flow())
+    path = write_trace(FlowTable([0.0], [1]), tmp_path / "t.csv", _one_flow())
+    with pytest.raises(WorkloadError, match="network"):
+        read_trace(path, None)
+
+
+def test_a_replayed_trace_starts_and_sizes_its_flows_as_written(tmp_path):
+    """The simulator starts a flow at the first slot boundary at or after its start
+    (`_run._padded`: ceil(start / slot - 1e-9)); sizes are the trace's."""
+    from fluidcc.packet import simulate
+    from fluidcc.packet.protocols import TCP
+
+    slot = 1e-3
+    path = _trace(tmp_path, "start_s,size_packets,fct_s\n"
+                            "0.05,5,0.2\n0,3,0.1\n0.0123,inf,nan\n0.2,1,0.05\n0.0071,2,0.1\n")
+    table = read_trace(path, _one_flow())
+    run = simulate(_one_flow(), TCP(), table, duration_s=1.0, slot_s=slot, seeds=[1])
+    expected = np.ceil(table.start_s / slot - 1e-9) * slot
+    np.testing.assert_allclose(run["start"].values[0], expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(run["start"].values[0], [0.05, 0.0, 0.013, 0.2, 0.008], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(run["size"].values[0], [5, 3, math.inf, 1, 2])
+    assert run["route_index"].values[0].tolist() == [0] * 5
+    finite = np.isfinite(table.size_packets)
+    assert np.all(np.isfinite(run["fct"].values[0][finite]))  # the small flows finish in a second
+    np.testing.assert_array_equal(run["received"].values[0][finite], table.size_packets[finite])

@@ -13,18 +13,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..errors import ParameterError
 from ..network import Network, toml_loads
 from ..units import parse_rate, parse_time
 from . import workloads as wl
 
-WORKLOAD_KINDS = ("poisson", "long_lived")
+WORKLOAD_KINDS = ("poisson", "long_lived", "trace")
 SIZE_KINDS = ("pareto", "exponential", "fixed", "cdf")
 
 _TOP_KEYS = ("description", "duration", "seed", "seeds", "slot", "sample", "network", "workload", "protocol")
 _NETWORK_KEYS = ("links", "flows", "packet_bytes", "name", "description")
 _WORKLOAD_KEYS = {"poisson": ("kind", "load", "sizes", "arrivals", "route", "seed"),
-                  "long_lived": ("kind", "count", "start_spread", "route", "seed")}
+                  "long_lived": ("kind", "count", "start_spread", "route", "seed"),
+                  "trace": ("kind", "file")}
 _SIZE_KEYS = {"pareto": ("kind", "shape", "mean"), "exponential": ("kind", "mean"), "fixed": ("kind", "packets"),
               "cdf": ("kind", "file", "name", "directory")}
 
@@ -185,6 +188,8 @@ def _route(data, network: Network) -> int:
 def _workload(data, network: Network, packet_bytes: int, duration: float, base: Path) -> dict[str, Any]:
     kind = _tagged(data, "workload", "kind", _WORKLOAD_KEYS,
                    "a table with kind = " + " or ".join(f'"{k}"' for k in WORKLOAD_KINDS), '[workload] with kind = "{}"')
+    if kind == "trace":
+        return _trace(data, network, base)
     seed = _whole("workload.seed", data["seed"], 0) if "seed" in data else None
     if kind == "long_lived":
         if "count" not in data:
@@ -215,6 +220,25 @@ def _workload(data, network: Network, packet_bytes: int, duration: float, base: 
                              f"an arrival window > 0 s, at most the duration ({duration:g} s)")
     return {"kind": "poisson", "route": _route(data, network), "load": load, "sizes": sizes, "arrivals_s": arrivals,
             "seed": seed}
+
+
+def _trace(data, network: Network, base: Path) -> dict[str, Any]:
+    """A trace workload: the flow table of a CSV file (`workloads.read_trace`), read now so that
+    its errors (file, line, column, value) come before any run."""
+    if "file" not in data:
+        raise ParameterError("workload.file", MISSING, 'the trace, a CSV flow table relative to the scenario file, '
+                             'e.g. file = "flows.csv" (required for kind = "trace")')
+    if not isinstance(data["file"], str) or not data["file"]:
+        raise ParameterError("workload.file", data["file"], "a path to a CSV trace file")
+    path = base / data["file"]  # an absolute file stays as it is
+    if not path.is_file():
+        raise ParameterError("workload.file", data["file"], f"an existing CSV trace file, relative to the scenario "
+                             f"file or absolute (looked for {path})")
+    with prefixed("workload"):
+        table = wl.read_trace(path, network)
+    # the route most of its flows follow (the first if tied) gives the scenario's reference numbers
+    route = int(np.argmax(np.bincount(table.route, minlength=network.n_flows)))
+    return {"kind": "trace", "route": route, "file": path, "trace": table}
 
 
 def _sizes(data, packet_bytes: int, base: Path):

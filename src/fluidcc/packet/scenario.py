@@ -41,6 +41,10 @@ File format (every key shown; `#` marks the defaults)::
     # route = "f"
     # seed = 3
 
+    # ... or a trace: the flows of a CSV flow table, flow for flow (the same for every seed):
+    # kind = "trace"
+    # file = "flows.csv"      # relative to this file, or absolute
+
     [protocol]                # name and settings; omitted settings take the protocol's defaults
     name = "rcp"              # "tcp" | "rcp" | "qcp" | "open_loop"
     # tcp:       initial_window = 2 (packets), min_rto = "200ms"
@@ -56,10 +60,22 @@ Flow sizes (``workload.sizes``, an inline table; `fluidcc.packet.workloads`):
 ``{ kind = "cdf", name = "websearch" }`` ("websearch" or "hadoop", read from ``directory``,
 relative to this file, else from the directory named by FLUIDCC_WORKLOADS).
 
+Traces (``kind = "trace"``; `fluidcc.packet.workloads.read_trace` has the format): a CSV file
+with a header row and one row per flow, columns ``start_s`` (s, >= 0) and ``size_packets`` (a
+whole number >= 1, or ``inf``: long-lived), optionally ``route`` (a network flow's name or index;
+without it, the network must have one flow) and ``stop_s`` (s, or ``inf``: never, the default);
+other columns, such as ns-3's ``fct_s``, are ignored. The flows keep the file's order and their
+exact times (the simulator starts each at the first slot boundary at or after its start); flows
+starting after the duration never start. The file is read and checked when the scenario is
+loaded. `Scenario.write_traces` (``fluidcc packet --trace``) writes each seed's flows in this
+format, so any scenario's flows replay as a trace, in fluidcc or in ns-3.
+
 The network's flows give the routes. Poisson arrivals follow one route and ignore that flow's
-start and stop; long-lived flows with `count` ignore them too. With several seeds every run draws
-its own arrivals (workload seed = run seed unless the workload gives one) and the runs go to
-`simulate` as one batch, one flow table per seed.
+start and stop; long-lived flows with `count` ignore them too; a trace names each flow's route.
+With several seeds every run draws its own arrivals (workload seed = run seed unless the workload
+gives one) and the runs go to `simulate` as one batch, one flow table per seed. A trace has no
+random draw and no seed: every run replays the same flows, and the seeds change only the
+simulation's own random draws (open-loop Poisson sources, the links' turns).
 
 Errors: bad input raises `fluidcc.errors.ParameterError` (or its `NetworkError`, `WorkloadError`
 and `UnitError` subclasses) whose field is the key's dotted path (``workload.sizes.shape``,
@@ -69,9 +85,11 @@ and what is allowed; an unknown key names the key and the allowed ones.
 The dataset `run_scenario` returns is `simulate`'s, plus the flows' stop times (``stop``) and
 the attributes ``scenario_toml`` (the scenario's text), ``scenario_file``, ``workload_kind``,
 ``workload_route`` (the route's flow name; for one long-lived flow per network flow, the first
-flow), ``bottleneck_link`` and ``bottleneck_capacity_pps`` (the smallest capacity on that
-route), ``rtpd_s`` (its round-trip propagation delay), ``offered_load`` (the workload's load)
-and ``arrival_window_s`` (both NaN for long-lived flows), and ``packet_bytes``.
+flow; for a trace, the route most of its flows follow, the first such if tied),
+``bottleneck_link`` and ``bottleneck_capacity_pps`` (the smallest capacity on that route),
+``rtpd_s`` (its round-trip propagation delay), ``offered_load`` (the workload's load)
+and ``arrival_window_s`` (both NaN for long-lived flows and traces), ``trace_file`` (the trace's
+path; "" for other workloads) and ``packet_bytes``.
 """
 
 
@@ -96,13 +114,14 @@ from ._schema import SIZE_KINDS, WORKLOAD_KINDS, parse, prefixed, protocol_names
 class WorkloadSpec:
     """The flows of a scenario, drawn per run by `table`.
 
-    kind: "poisson" or "long_lived". route: index of the network flow whose route the flows follow
-    (Poisson; long-lived with a count; for one long-lived flow per network flow, 0: the route the
-    scenario's reference numbers use). load: offered load in (0, 1) on the route's bottleneck
-    (Poisson). sizes: a flow-size distribution (Poisson). arrivals_s: arrival window, s (Poisson).
+    kind: "poisson", "long_lived" or "trace". route: index of the network flow whose route the flows
+    follow (Poisson; long-lived with a count; for one long-lived flow per network flow, 0, and for a
+    trace the route most of its flows follow: the route the scenario's reference numbers use).
+    load: offered load in (0, 1) on the route's bottleneck (Poisson). sizes: a flow-size distribution (Poisson). arrivals_s: arrival window, s (Poisson).
     count: number of long-lived flows on `route` (None: one per network flow). start_spread_s:
     their starts are uniform in [0, start_spread_s) (0: all at 0). seed: the workload's own seed
-    (None: each run's seed).
+    (None: each run's seed). file: the trace file (trace). trace: its flows, a `FlowTable` (trace;
+    the same for every run).
     """
 
     kind: str
@@ -113,9 +132,13 @@ class WorkloadSpec:
     count: int | None = None
     start_spread_s: float = 0.0
     seed: int | None = None
+    file: Path | None = None
+    trace: wl.FlowTable | None = None
 
     def table(self, network: Network, run_seed: int) -> wl.FlowTable:
-        """The flow table of the run with seed `run_seed`."""
+        """The flow table of the run with seed `run_seed` (a trace's for every seed)."""
+        if self.kind == "trace":
+            return self.trace
         seed = run_seed if self.seed is None else self.seed
         if self.kind == "poisson":
             capacity = bottleneck(network, self.route)[1]
@@ -221,14 +244,33 @@ class Scenario:
                 "bottleneck_link": self.bottleneck_link, "bottleneck_capacity_pps": self.bottleneck_capacity_pps,
                 "rtpd_s": self.rtpd_s, "offered_load": self.offered_load,
                 "arrival_window_s": float(self.workload.arrivals_s) if poisson else math.nan,
+                "trace_file": "" if self.workload.file is None else str(self.workload.file),
                 "packet_bytes": self.packet_bytes}
 
     def tables(self) -> list[wl.FlowTable]:
         """One flow table per seed (the same table for every run when nothing in it is random)."""
-        if self.workload.kind == "long_lived" and self.workload.count is None:
+        if self.workload.kind == "trace" or (self.workload.kind == "long_lived" and self.workload.count is None):
             table = self.workload.table(self.network, self.seeds[0])
             return [table] * len(self.seeds)
         return [self.workload.table(self.network, seed) for seed in self.seeds]
+
+    def write_traces(self, out_dir: str | Path) -> list[Path]:
+        """Write each seed's flow table as a trace, ``trace_seed<SEED>.csv`` in `out_dir` (created),
+        in the format `workloads.read_trace` reads and ``[workload] kind = "trace"`` replays:
+        start_s, size_packets, route (the network flow's name), stop_s, one row per flow in the
+        order the simulator numbers them, with the exact times drawn (not rounded to slots): the
+        trace of a one-seed scenario, replayed with that seed and slot, is the same run (in a
+        batch of seeds, a run's random draws also depend on how many flows it is padded to,
+        `fluidcc.packet.simulate`). One file per distinct seed (a seed's flows are the same
+        whenever it appears); returns the paths written.
+        """
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths: dict[int, Path] = {}
+        for seed, table in zip(self.seeds, self.tables()):
+            if seed not in paths:
+                paths[seed] = wl.write_trace(table, out / f"trace_seed{seed}.csv", self.network)
+        return list(paths.values())
 
 
 def run_scenario(scenario: Scenario, progress: Callable[[str], None] | None = None):

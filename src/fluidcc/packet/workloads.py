@@ -16,17 +16,19 @@ Entry points
 * sizes: `Pareto`, `Exponential`, `Fixed`, `EmpiricalCDF` (``load``, ``from_points``) and
   `named` ("websearch", "hadoop");
 * arrivals: `PoissonArrivals`, `LongLived` -- specifications whose ``table()`` is a `FlowTable`;
+* traces: `read_trace` and `write_trace`, a `FlowTable` as a CSV file (measured traces, ns-3's flows);
 * `arrival_rate_for_load` and `offered_load`: the relation above, both ways.
 """
 
 from __future__ import annotations
 
+import csv
 import math
 import numbers
 import os
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Iterable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 from scipy.optimize import brentq
@@ -34,6 +36,9 @@ from scipy.special import zeta
 
 from ..errors import ParameterError, WorkloadError
 from ..units import DEFAULT_PACKET_BYTES
+
+if TYPE_CHECKING:
+    from ..network import Network
 
 #: Environment variable naming the directory of the named flow-size CDFs (`named`).
 WORKLOADS_ENV = "FLUIDCC_WORKLOADS"
@@ -387,6 +392,163 @@ class FlowTable:
 
         return pd.DataFrame({"start_s": self.start_s, "size_packets": self.size_packets,
                              "stop_s": self.stop_s, "route": self.route})
+
+
+# ------------------------------------------------------------------------------- traces
+#: The columns of a trace file: required, then optional (any other column is ignored).
+TRACE_REQUIRED = ("start_s", "size_packets")
+TRACE_OPTIONAL = ("route", "stop_s")
+
+
+def read_trace(path: str | os.PathLike, network: "Network") -> FlowTable:
+    """The flows of a trace: a CSV flow table (a measured trace, or ns-3's flows), one row a flow.
+
+    The first row is the header; the columns may come in any order::
+
+        start_s,size_packets,route,stop_s
+        0.0,12,f,inf
+        0.25,inf,g,3.5
+
+    start_s: the flow's start, s, finite >= 0 (required). size_packets: its size, a whole
+    number of packets >= 1, or ``inf`` for a long-lived flow that sends until it stops (required).
+    route: the name of a flow of `network` whose route the flow follows, or that flow's index
+    0..F-1 (a cell that is a flow's name is read as the name first); without the column every
+    flow follows the network's only flow (an error if the network has several). stop_s: when
+    the flow stops sending, s, after its start, or ``inf`` (never; default when the column is
+    absent). Other columns (ns-3's ``fct_s``, a flow id, ...) are allowed and ignored; so are
+    blank lines. Every row has one cell per column of the header, and every cell of a column
+    read holds a value (no empty cells).
+
+    The flows keep the file's order (flow k of the table is the k-th row), whether or not the
+    starts are sorted: flow for flow comparisons (with ns-3) keep their flow numbers; use
+    `FlowTable.sorted_by_start` for the flows by start time. The packet simulator rounds each
+    start up to its slot boundary (`fluidcc.packet.simulate`). A trace holds no random draw:
+    it is the same flows for every seed.
+
+    Errors are `WorkloadError` (a `ParameterError`) naming the file and, for a row, its line
+    (1-based, the header being line 1), the column and the value: a missing file, no header, a
+    repeated or missing required column, a row with fewer cells than the header, a value that is
+    not a number or out of range, an unknown route, and a table with no flows.
+    `write_trace` writes this format.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise WorkloadError("path", str(path), "an existing trace file (CSV with a header row)")
+    names = _flow_names(network)
+    with path.open(newline="", encoding="utf-8-sig") as file:
+        reader = csv.reader(file)
+        header = next((row for row in reader if any(cell.strip() for cell in row)), None)
+        if header is None:
+            raise WorkloadError(str(path), "an empty file", "a CSV trace with a header row naming the columns "
+                                f"{', '.join(TRACE_REQUIRED)} (required) and {', '.join(TRACE_OPTIONAL)} (optional)")
+        head_line = reader.line_num
+        header = [cell.strip() for cell in header]
+        for column in TRACE_REQUIRED + TRACE_OPTIONAL:
+            if header.count(column) > 1:
+                raise WorkloadError(f"{path}, line {head_line} (header)", header,
+                                    f"each column once (column {column!r} is repeated)")
+        for column in TRACE_REQUIRED:
+            if column not in header:
+                raise WorkloadError(f"{path}, line {head_line} (header)", header,
+                                    f"a header with the column {column!r} (required: {', '.join(TRACE_REQUIRED)}; "
+                                    f"optional: {', '.join(TRACE_OPTIONAL)}; others are ignored)")
+        if "route" not in header and len(names) != 1:
+            raise WorkloadError(f"{path}, line {head_line} (header)", header,
+                                f"a column 'route' (the network has {len(names)} flows: "
+                                f"{', '.join(names)}; without the column, every flow follows the only one)")
+        columns = {name: header.index(name) for name in TRACE_REQUIRED + TRACE_OPTIONAL if name in header}
+        starts, sizes, stops, routes = [], [], [], []
+        for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue
+            line = reader.line_num
+            if len(row) != len(header):
+                raise WorkloadError(f"{path}, line {line}", row,
+                                    f"a row with one cell per column of the header ({len(header)}: "
+                                    f"{', '.join(header)}), not {len(row)}")
+
+            def cell(column):
+                return row[columns[column]].strip()
+
+            def where(column):
+                return f"{path}, line {line}, {column}"
+
+            start = _trace_number(where("start_s"), cell("start_s"), lambda x: math.isfinite(x) and x >= 0,
+                                  "a start time: a finite number of seconds >= 0")
+            size = _trace_number(where("size_packets"), cell("size_packets"),
+                                 lambda x: x == math.inf or (math.isfinite(x) and x >= 1 and x.is_integer()),
+                                 "a flow size: a whole number of packets >= 1, or inf for a long-lived flow")
+            stop = math.inf
+            if "stop_s" in columns:
+                stop = _trace_number(where("stop_s"), cell("stop_s"), lambda x: x > start,
+                                     f"a stop time: seconds after the flow's start ({start:g} s), or inf (never)")
+            route = 0
+            if "route" in columns:
+                route = _trace_route(where("route"), cell("route"), names)
+            starts.append(start)
+            sizes.append(size)
+            stops.append(stop)
+            routes.append(route)
+    if not starts:
+        raise WorkloadError(str(path), "a header and no flows", "a trace with at least one flow (one row per flow "
+                            "after the header)")
+    return FlowTable(np.array(starts), np.array(sizes), np.array(stops), np.array(routes, dtype=np.int32))
+
+
+def _flow_names(network) -> list[str]:
+    names = getattr(network, "flow_names", None)
+    _check(isinstance(names, list) and bool(names), "network", network,
+           "a fluidcc.network.Network, whose flows give the routes")
+    return list(names)
+
+
+def _trace_number(where: str, text: str, ok, allowed: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise WorkloadError(where, text, allowed) from None
+    if math.isnan(value) or not ok(value):
+        raise WorkloadError(where, text, allowed)
+    return value
+
+
+def _trace_route(where: str, text: str, names: list[str]) -> int:
+    if text in names:
+        return names.index(text)
+    if text.isascii() and text.isdigit() and int(text) < len(names):  # digits only: no sign, point, exponent
+        return int(text)
+    raise WorkloadError(where, text, f"a flow of the network, by name ({', '.join(names)}) "
+                        f"or index (0 to {len(names) - 1})")
+
+
+def write_trace(table: FlowTable, path: str | os.PathLike, network: "Network") -> Path:
+    """Write `table` as a trace `read_trace` reads back into the same table, and return the path.
+
+    Columns start_s, size_packets, route, stop_s (the route as the network flow's name; ``inf``
+    for a long-lived size or a flow that never stops), one row per flow in the table's order;
+    times are written with every digit (``repr``), so they read back exactly. The folder must
+    exist. Raises `WorkloadError` if a route is not a flow of `network`.
+    """
+    _check(isinstance(table, FlowTable), "table", table, "a FlowTable")
+    names = _flow_names(network)
+    bad = table.route >= len(names)
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise WorkloadError(f"route[{i}]", int(table.route[i]),
+                            f"a flow of the network by index, 0 to {len(names) - 1} ({', '.join(names)})")
+
+    def number(x: float) -> str:
+        return "inf" if x == math.inf else repr(float(x))
+
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file, lineterminator="\n")
+        writer.writerow(("start_s", "size_packets", "route", "stop_s"))
+        for start, size, route, stop in zip(table.start_s.tolist(), table.size_packets.tolist(),
+                                            table.route.tolist(), table.stop_s.tolist()):
+            writer.writerow((number(start), "inf" if size == math.inf else str(int(size)), names[route],
+                             number(stop)))
+    return path
 
 
 # ------------------------------------------------------------------------------- arrivals
