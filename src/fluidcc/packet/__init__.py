@@ -6,13 +6,21 @@ tables (Poisson arrivals, flow-size distributions, empirical CDFs); `metrics` ha
 times, processor-sharing references and fairness. Sources: `fluidcc.packet.protocols`. A scenario
 file (network + workload + protocol + duration + seeds) runs with `run_scenario` or
 `fluidcc packet SCENARIO.toml`.
+
+`simulate_exact` runs the exact engine (`fluidcc.packet.exact`: every packet, ACK and timer at its
+own time in one total order, results independent of its step; byte-sized service, header fields,
+reverse routes through queues, capacity schedules) with the protocols of
+`fluidcc.packet.exact_protocols` (TCP NewReno as ns-3 runs it, open-loop sources).
 """
 
 from . import metrics as metrics
+from . import exact_protocols as exact_protocols
 from . import protocols as protocols
 from . import workloads as workloads
 from ._run import simulate as simulate
+from ._run_exact import simulate_exact as simulate_exact
 from .scenario import Scenario as Scenario
 from .scenario import run_scenario as run_scenario
 
-__all__ = ["Scenario", "metrics", "protocols", "run_scenario", "simulate", "workloads"]
+__all__ = ["Scenario", "exact_protocols", "metrics", "protocols", "run_scenario", "simulate", "simulate_exact",
+           "workloads"]

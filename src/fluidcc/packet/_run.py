@@ -90,6 +90,7 @@ def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] 
     packet; NaN if not by the end) and last delivery times; per link packets accepted and
     dropped and the mean backlog; over time the backlog, packets served and active flows.
     """
+    _exact_only(network)
     slot = default_slot(network) if slot_s is None else slot_s
     timing = check_slot(slot, duration_s)
     seeds = np.atleast_1d(np.asarray(seeds))
@@ -120,6 +121,20 @@ def simulate(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] 
     whole = whole.isel(run=np.argsort(np.concatenate(parts)))
     whole.attrs.update(wall_s=wall, groups=len(parts), calendar_slots=max(int(d.attrs["calendar_slots"]) for d in done))
     return whole
+
+
+def _exact_only(network: Network) -> None:
+    """The slot engine serves a fixed capacity per link and returns ACKs over a fixed delay: a
+    network that asks for more is refused by name (`simulate_exact` follows it)."""
+    for link in network.links:
+        if link.schedule:
+            raise ParameterError(f"link {link.name!r}: schedule", list(link.schedule),
+                                 "no capacity schedule in `simulate` (slot engine); `simulate_exact` follows schedules")
+    for i, flow in enumerate(network.flows):
+        if network.reverse_route_indices(i) is not None:
+            raise ParameterError(f"flow {flow.name!r}: reverse_route", network.reverse_route_indices(i),
+                                 "ACKs over a fixed delay in `simulate` (slot engine: leave out reverse_route and the "
+                                 "links' from/to); `simulate_exact` queues ACKs on reverse routes")
 
 
 def _balanced_groups(widths: np.ndarray, groups: int) -> list[np.ndarray]:
@@ -209,16 +224,22 @@ def _spread(keys, arrays: Flows, params, batched: bool):
 _CACHE: dict = {}
 
 
+def compile_key(protocol, static) -> tuple:
+    """What a compiled simulation depends on besides shapes: the protocol's class and settings and
+    every field of `static` (a frozen dataclass of NumPy arrays and numbers: a layout or a plan)."""
+    digest = hashlib.sha256()
+    for name in sorted(vars(static)):
+        value = getattr(static, name)
+        digest.update(name.encode() + (np.ascontiguousarray(value).tobytes() if isinstance(value, np.ndarray)
+                                       else repr(value).encode()))
+    return (type(protocol).__module__, type(protocol).__qualname__,
+            json.dumps(getattr(protocol, "settings", lambda: {})(), sort_keys=True), digest.hexdigest())
+
+
 def _compiled(protocol, layout: Layout, timing: Timing, every: int):
     """The jitted, vmapped simulation for this protocol, layout and timing (kept: JAX then reuses
     its compilation for every call with the same shapes)."""
-    digest = hashlib.sha256()
-    for name in sorted(vars(layout)):
-        value = getattr(layout, name)
-        digest.update(name.encode() + (np.ascontiguousarray(value).tobytes() if isinstance(value, np.ndarray)
-                                       else repr(value).encode()))
-    key = (type(protocol).__module__, type(protocol).__qualname__,
-           json.dumps(getattr(protocol, "settings", lambda: {})(), sort_keys=True), digest.hexdigest(), timing, every)
+    key = (*compile_key(protocol, layout), timing, every)
     if key not in _CACHE:
         if len(_CACHE) >= 32:
             _CACHE.pop(next(iter(_CACHE)))

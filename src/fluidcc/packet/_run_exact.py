@@ -1,0 +1,178 @@
+"""`simulate_exact`: one network, one protocol, flows, a batch of runs on the exact engine, as an
+xarray dataset (the variables of `simulate`'s, plus each run's status and message)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from .._version import stamp
+from ..errors import ParameterError
+from ..network import Network
+from ._run import _shared_routes, _tables, compile_key
+from .exact import STATUS, Flows, Plan, check_step, pool_size_for, simulate_events
+from .workloads import FlowTable
+
+
+def _check_positive(name: str, value, allowed: str) -> float:
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ParameterError(name, value, allowed)
+    return float(value)
+
+
+def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] | None = None, *,
+                   duration_s: float, step_s: float | None = None, seeds=(0,), sample_s: float | None = None,
+                   buffers=None, pool_size: int | None = None) -> xr.Dataset:
+    """Simulate `protocol` (a `fluidcc.packet.exact_protocols` protocol) on `network` with the exact
+    engine, one run per seed, vmapped.
+
+    flows: a `FlowTable` for every run or one per seed (default: one long-lived flow per network
+    flow). step_s: the engine's step, at most the lookahead (default: the lookahead; no result
+    depends on it). sample_s: spacing of the time series (default: duration / 1000). buffers: per
+    link, packets (default: as the network gives, else one BDP). pool_size: packets and ACKs the
+    run may hold at once (default: `pool_size_for`).
+
+    Returns a dataset over (run, flow) and (run, link): per flow packets sent, delivered, dropped
+    and in flight at the end (sent = delivered + dropped + in flight, exactly), received,
+    duplicates, start, first send, finish and FCT (s, exact times; NaN if not by the end); per link
+    packets arrived, accepted (data and ACKs) and dropped, busy time and mean queue (packets
+    waiting, time-averaged exactly); over samples the mean queue, packets accepted and served
+    (bytes / data packet size); per run `status` (0: ok) and `message`.
+    """
+    duration = _check_positive("duration", duration_s, "a simulated time > 0 s")
+    seeds = np.atleast_1d(np.asarray(seeds))
+    if seeds.size == 0 or seeds.dtype.kind not in "iu" or np.any(seeds < 0):
+        raise ParameterError("seeds", seeds.tolist(), "one or more whole numbers >= 0")
+    if buffers is not None:
+        buffers = np.broadcast_to(np.asarray(buffers, dtype=np.float64), (network.n_links,))
+        if not np.all(np.isfinite(buffers) & (buffers >= 0) & (buffers == np.floor(buffers))):
+            raise ParameterError("buffers", buffers.tolist(), "whole packets >= 0 per link")
+    tables = _tables(network, flows, seeds.size)
+    width = max(len(t) for t in tables)
+    start = np.full((seeds.size, width), np.inf)
+    stop = np.full((seeds.size, width), np.inf)
+    size = np.ones((seeds.size, width))
+    route = np.full((seeds.size, width), -1, dtype=np.int32)
+    for k, t in enumerate(tables):
+        n = len(t)
+        start[k, :n], stop[k, :n], size[k, :n], route[k, :n] = t.start_s, t.stop_s, t.size_packets, t.route
+    shared = _shared_routes(route)
+    plan = Plan.build(network, np.maximum(shared, 0), protocol.ack_bytes, buffers)
+    step = check_step(plan, step_s)
+    sample = duration / 1000.0 if sample_s is None else _check_positive("sample", sample_s, "a sample spacing > 0 s")
+    if pool_size is not None and (isinstance(pool_size, bool) or not isinstance(pool_size, (int, np.integer))
+                                  or pool_size < 2):
+        raise ParameterError("pool_size", pool_size, "a whole number >= 2 of packets and ACKs held at once")
+    pool = pool_size_for(plan, width) if pool_size is None else int(pool_size)
+    params = protocol.params(network, plan, tables)
+    arrays = Flows(start=jnp.asarray(start), stop=jnp.asarray(stop), size=jnp.asarray(size))
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
+
+    began = time.perf_counter()
+    run = _compiled(protocol, plan, duration, sample, pool)
+    out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))
+    wall = time.perf_counter() - began
+    return _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool, out,
+                    wall)
+
+
+_CACHE: dict = {}
+
+
+def _compiled(protocol, plan: Plan, duration: float, sample: float, pool: int):
+    """The jitted, vmapped run for this protocol and plan (kept, so that JAX reuses its compilation
+    for every call of the same shapes; the step and the parameters are arguments)."""
+    key = (*compile_key(protocol, plan), duration, sample, pool)
+    if key not in _CACHE:
+        if len(_CACHE) >= 32:
+            _CACHE.pop(next(iter(_CACHE)))
+
+        def one(seed_key, flows_k, params, step):
+            return simulate_events(protocol, plan, flows_k, params, seed_key, step, end_s=duration, sample_s=sample,
+                                   pool_size=pool)
+
+        _CACHE[key] = jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)))
+    return _CACHE[key]
+
+
+def _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool, out,
+             wall) -> xr.Dataset:
+    per = ("run", "flow")
+    padding = route < 0
+    size = np.where(padding, np.nan, size)
+    start = np.where(padding, np.nan, start)
+    bins = {k: np.asarray(v)[:, :-1] for k, v in out["bins"].items()}  # the overflow bin dropped
+    n_bins = bins["arrived"].shape[1]
+    edges = np.minimum(np.arange(n_bins + 1) * sample, duration)
+
+    def integral(t_index):
+        """Packet-seconds of waiting up to each edge (exact: every wait begins and ends at an instant)."""
+        n_in = np.concatenate([np.zeros_like(bins["wait_in_n"][:, :1]), np.cumsum(bins["wait_in_n"], axis=1)], axis=1)
+        s_in = np.concatenate([np.zeros_like(bins["wait_in_n"][:, :1]), np.cumsum(bins["wait_in_sum"], axis=1)], axis=1)
+        n_out = np.concatenate([np.zeros_like(bins["wait_in_n"][:, :1]), np.cumsum(bins["wait_out_n"], axis=1)], axis=1)
+        s_out = np.concatenate([np.zeros_like(bins["wait_in_n"][:, :1]), np.cumsum(bins["wait_out_sum"], axis=1)],
+                               axis=1)
+        t = edges[None, :, None]
+        return t * (n_in - n_out) - (s_in - s_out)
+
+    waited = integral(None)
+    width = np.diff(edges)[None, :, None]
+    queue = np.diff(waited, axis=1) / width
+    finish = np.asarray(out["finish"])
+    status = np.asarray(out["status"])
+    links = out["links"]
+    data = {
+        "start": (per, start, {"units": "s", "long_name": "flow start"}),
+        "size": (per, size, {"units": "packets", "long_name": "flow size (inf: long-lived; NaN: padding)"}),
+        "route_index": (per, route, {"long_name": "the network flow whose route it follows (-1: padding)"}),
+        "sent": (per, out["sent"], {"units": "packets", "long_name": "data packets sent, retransmissions included"}),
+        "delivered": (per, out["delivered"], {"units": "packets", "long_name": "data packets that reached the receiver"}),
+        "received": (per, out["received"], {"units": "packets", "long_name": "in-order data at the receiver"}),
+        "duplicates": (per, out["duplicates"], {"units": "packets", "long_name": "delivered again"}),
+        "discarded": (per, out["discarded"], {"units": "packets"}),
+        "stored": (per, out["stored"], {"units": "packets", "long_name": "held out of order at the end"}),
+        "dropped": (per, out["dropped"], {"units": "packets", "long_name": "data packets dropped"}),
+        "control_dropped": (per, out["control_dropped"], {"units": "packets", "long_name": "SYNs and ACKs dropped"}),
+        "packets_sent": (per, out["packets_sent"], {"units": "packets", "long_name": "data and SYNs sent"}),
+        "acks_received": (per, out["acks_received"], {"units": "packets", "long_name": "ACKs and SYN-ACKs at the sender"}),
+        "held": (per, out["held"], {"units": "packets", "long_name": "packets and ACKs in the network at the end"}),
+        "in_flight": (per, out["in_flight"], {"units": "packets", "long_name": "data in the network at the end"}),
+        "first_sent": (per, out["first_sent"], {"units": "s"}),
+        "last_delivered": (per, out["last_delivered"], {"units": "s"}),
+        "finish": (per, finish, {"units": "s", "long_name": "the receiver has every packet (NaN: not by the end)"}),
+        "fct": (per, finish - start, {"units": "s", "long_name": "flow completion time, start to last packet"}),
+        "link_arrived": (("run", "link"), links["arrived"], {"units": "packets"}),
+        "link_accepted": (("run", "link"), links["accepted"], {"units": "packets", "long_name": "data and ACKs"}),
+        "link_data_accepted": (("run", "link"), links["data_accepted"], {"units": "packets"}),
+        "link_dropped": (("run", "link"), links["dropped"], {"units": "packets"}),
+        "busy": (("run", "link"), np.asarray(links["busy_s"]) / duration,
+                 {"long_name": "fraction of the run the link was sending (service begun before the end)"}),
+        "queue_mean": (("run", "link"), waited[:, -1, :] / duration,
+                       {"units": "packets", "long_name": "packets waiting (not in service), time average"}),
+        "queue": (("run", "sample", "link"), queue, {"units": "packets", "long_name": "mean packets waiting per sample"}),
+        "accepted": (("run", "sample", "link"), bins["accepted"], {"units": "packets"}),
+        "served": (("run", "sample", "link"), bins["served_bytes"] / plan.data_bytes,
+                   {"units": "packets", "long_name": "bytes whose service began, in data packets"}),
+        "status": (("run",), status, {"long_name": "0: ok; see message"}),
+        "message": (("run",), np.array([STATUS[int(s)] for s in status]), {}),
+    }
+    for name, value in protocol.report(out["protocol"]).items():
+        data[name] = (per, np.asarray(value), {"source": "protocol", "units": "events"})
+    coords = {"seed": ("run", seeds), "flow": np.arange(start.shape[1]), "link": network.link_names,
+              "sample_time": ("sample", edges[1:], {"units": "s"})}
+    attrs = {"title": "fluidcc packet simulation (exact engine)", "protocol": protocol.name,
+             "protocol_settings": json.dumps(getattr(protocol, "settings", lambda: {})()), **stamp(jax_version=False),
+             "step_s": step, "lookahead_s": plan.lookahead_s, "duration_s": duration, "pool_size": pool,
+             "network": json.dumps(network.to_dict()), "wall_s": wall,
+             "buffer_packets": json.dumps(plan.buffer.tolist()), "flow_names": json.dumps(network.flow_names)}
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+__all__ = ["simulate_exact"]

@@ -1,0 +1,8 @@
+"""Protocols of the exact engine (`fluidcc.packet.exact`), one small module each: senders that
+handle each ACK and timer at its own instant, and routers that see each packet."""
+
+from .open_loop import OpenLoop as OpenLoop
+from .tcp import TCP as TCP
+
+
+__all__ = ["OpenLoop", "TCP"]

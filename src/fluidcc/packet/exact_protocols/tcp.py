@@ -1,0 +1,273 @@
+"""TCP NewReno senders for the exact engine, acknowledgement by acknowledgement, by the rules of
+ns-3.37's `TcpNewReno` with classic recovery and SACK off (RFC 5681, RFC 6582, RFC 6298).
+
+Windows are in whole bytes, as ns-3 keeps them (segment: the network's packet size).
+
+* **Handshake.** A SYN at the flow's start (it queues and may be dropped like data); without its
+  SYN-ACK it is sent again after `syn_timeout_s` (3 s), doubling. The SYN-ACK gives the first RTT
+  sample; data follows at once (the handshake's pure ACK is not sent: 40 bytes, no effect here).
+* **What is in flight** (ns-3 without SACK): the outstanding segments, less one "Reno guess" per
+  duplicate ACK (on the third, and on every duplicate in recovery; on the first two as well with
+  limited transmit), less a head marked lost and not yet sent again; after a timeout, what was
+  sent since going back. A sender sends while cwnd - in flight >= one segment: the lowest lost
+  segment first, else new data. A cumulative ACK takes the guesses on the segments it covers; a
+  guess left on the new head marks it lost, and it is sent again.
+* **Slow start**: cwnd += one segment per ACK of new data while cwnd < ssthresh (initial ssthresh
+  unlimited); **congestion avoidance**: cwnd += max(1, floor(segment^2 / cwnd)) bytes per ACK.
+* **Fast recovery** on the third duplicate ACK if the cumulative ACK has reached `recover` (or no
+  recovery or timeout is pending): the head is lost, ssthresh = max(2 segments, (in flight + 1
+  segment) / 2), cwnd = ssthresh, recover = the highest sequence sent, and the head is sent again.
+  A partial ACK marks the new head lost and sends it again; the full ACK ends recovery with cwnd =
+  ssthresh.
+* **RTT** (ns-3.37): samples from the SYN-ACK and from ACKs of new data whose oldest segment was
+  sent only once (Karn, even with timestamps; none after a timeout until new data is
+  acknowledged); timestamps in whole milliseconds. srtt, rttvar with gains 1/8 and 1/4; RTO =
+  max(min_rto, srtt + max(1 ms, 4 rttvar)), recomputed whenever the timer restarts.
+* **Retransmission timer**: started when data is sent and it is idle; restarted on every ACK of new
+  data, except within a recovery, where only the first partial ACK restarts it. On expiry:
+  ssthresh = max(2 segments, in flight / 2), cwnd = one segment, the guesses cleared, recover = the
+  highest sequence sent, RTO doubled (to 60 s at most; until the timer next restarts), and sending
+  goes back to the first unacknowledged segment (go-back-N, in slow start: state LOSS, where
+  duplicate ACKs are ignored, until an ACK reaches recover).
+
+Not modelled: ns-3's abort after six timeouts in a row, and its receive buffer (`receive_window`
+sets a limit in segments; none by default).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ...errors import ParameterError
+from ..exact import ACK, DATA, SYN, SYNACK, ExactProtocol, Packet
+from ..protocols._fields import FieldSettings
+
+OPEN, DISORDER, RECOVERY, LOSS = 0, 1, 2, 3
+_UNLIMITED = 1e18
+
+
+class TCPParams(NamedTuple):
+    segment: jax.Array  # bytes
+    initial_window: jax.Array  # bytes
+    min_rto: jax.Array  # s
+    max_rto: jax.Array
+    initial_rto: jax.Array
+    syn_timeout: jax.Array
+    granularity: jax.Array
+    receive_window: jax.Array  # segments
+
+
+def _positive(name, value, allowed, least=0.0):
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value > least):
+        raise ParameterError(name, value, allowed)
+
+
+@dataclass(frozen=True)
+class TCP(ExactProtocol, FieldSettings):
+    """TCP NewReno. initial_window: segments (>= 1); min_rto_s, syn_timeout_s: seconds (> 0);
+    receive_window: segments the receiver advertises (inf: no limit)."""
+
+    initial_window: float = 2.0
+    min_rto_s: float = 0.2
+    syn_timeout_s: float = 3.0
+    receive_window: float = math.inf
+    limited_transmit: bool = True
+    name = "tcp"
+
+    def __post_init__(self):
+        if isinstance(self.initial_window, bool) or not (isinstance(self.initial_window, (int, float))
+                                                         and math.isfinite(self.initial_window)
+                                                         and self.initial_window >= 1):
+            raise ParameterError("initial_window", self.initial_window, "a window >= 1 segment")
+        _positive("min_rto", self.min_rto_s, "a minimum RTO > 0 s")
+        _positive("syn_timeout", self.syn_timeout_s, "a SYN timeout > 0 s")
+        if isinstance(self.receive_window, bool) or not (isinstance(self.receive_window, (int, float))
+                                                         and self.receive_window >= 1):
+            raise ParameterError("receive_window", self.receive_window, "a window >= 1 segment, or inf")
+        if not isinstance(self.limited_transmit, bool):
+            raise ParameterError("limited_transmit", self.limited_transmit, "true or false")
+
+    def params(self, network, plan, tables) -> TCPParams:
+        segment = float(network.packet_bytes)
+        return TCPParams(segment=jnp.asarray(segment), initial_window=jnp.asarray(math.floor(self.initial_window) * segment),
+                         min_rto=jnp.asarray(float(self.min_rto_s)), max_rto=jnp.asarray(60.0),
+                         initial_rto=jnp.asarray(max(1.0, float(self.min_rto_s))),
+                         syn_timeout=jnp.asarray(float(self.syn_timeout_s)), granularity=jnp.asarray(0.001),
+                         receive_window=jnp.asarray(float(min(self.receive_window, _UNLIMITED))))
+
+    def init(self, params: TCPParams, flows, key):
+        n = flows.start.shape[0]
+        zeros = jnp.zeros(n, jnp.int32)
+        return {"phase": zeros, "syn_due": jnp.zeros(n, bool), "syn_at": jnp.full(n, jnp.inf),
+                "syn_wait": jnp.full(n, params.syn_timeout),
+                "snd_una": zeros, "snd_nxt": zeros, "high_tx": zeros, "recover": zeros,
+                "recover_active": jnp.zeros(n, bool),
+                "cwnd": jnp.full(n, params.initial_window), "ssthresh": jnp.full(n, _UNLIMITED),
+                "state": zeros, "dupacks": zeros, "sacked": zeros, "head_lost": jnp.zeros(n, bool),
+                "rtx": jnp.zeros(n, bool), "rtx_seq": zeros, "first_partial": jnp.ones(n, bool),
+                "retx_hi": zeros, "srtt": jnp.zeros(n), "rttvar": jnp.zeros(n),
+                "rto": jnp.full(n, params.initial_rto), "timer": jnp.full(n, jnp.inf), "has_sample": jnp.zeros(n, bool),
+                "recoveries": zeros, "timeouts": zeros, "retransmits": zeros, "syns": zeros}
+
+    def report(self, state) -> dict:
+        return {"recoveries": state["recoveries"], "timeouts": state["timeouts"],
+                "retransmits": state["retransmits"], "syns": state["syns"]}
+
+    @staticmethod
+    def _pipe(s):
+        """Segments in flight as ns-3 counts them without SACK (section "bytes in flight" of the
+        module docstring): outstanding, less the duplicates' guesses, less a lost head not yet sent
+        again; in LOSS, what was sent since going back."""
+        outstanding = (s["high_tx"] - s["snd_una"]).astype(jnp.float64)
+        since_back = (s["snd_nxt"] - s["snd_una"]).astype(jnp.float64)
+        counted = outstanding - s["sacked"] - (s["head_lost"] & s["rtx"]).astype(jnp.float64)
+        return jnp.where(s["state"] == LOSS, since_back, counted)
+
+    def _fresh_rto(self, s, params):
+        return jnp.maximum(params.min_rto, s["srtt"] + jnp.maximum(params.granularity, 4.0 * s["rttvar"]))
+
+    # -------------------------------------------------------------- timers
+    def next_time(self, s, params, flows):
+        starting = jnp.where((s["phase"] == 0) & ~s["syn_due"] & (flows.start < flows.stop), flows.start, jnp.inf)
+        syn = jnp.where((s["phase"] == 1) & ~s["syn_due"], s["syn_at"], jnp.inf)
+        rto = jnp.where(s["phase"] == 2, s["timer"], jnp.inf)
+        return jnp.minimum(starting, jnp.minimum(syn, rto))
+
+    def on_time(self, s, params: TCPParams, flows, now, mask):
+        phase = s["phase"]
+        open_syn = mask & (phase <= 1) & ~s["syn_due"]
+        again = open_syn & (phase == 1)
+        syn_wait = jnp.where(again, 2.0 * s["syn_wait"], s["syn_wait"])
+        expired = mask & (phase == 2) & (now >= s["timer"])
+        outstanding = s["high_tx"] > s["snd_una"]
+        timeout = expired & outstanding
+        segment = params.segment
+        pipe = self._pipe(s) * segment
+        rto = jnp.where(timeout, jnp.minimum(2.0 * s["rto"], params.max_rto), s["rto"])
+        return {**s, "phase": jnp.where(open_syn, 1, phase), "syn_due": s["syn_due"] | open_syn,
+                "syn_wait": syn_wait, "syn_at": jnp.where(open_syn, jnp.inf, s["syn_at"]),
+                "ssthresh": jnp.where(timeout, jnp.maximum(2.0 * segment, jnp.floor(pipe / 2.0)), s["ssthresh"]),
+                "cwnd": jnp.where(timeout, segment, s["cwnd"]),
+                "recover": jnp.where(timeout, s["high_tx"], s["recover"]),
+                "recover_active": s["recover_active"] | timeout,
+                "state": jnp.where(timeout, LOSS, s["state"]), "dupacks": jnp.where(timeout, 0, s["dupacks"]),
+                "sacked": jnp.where(timeout, 0, s["sacked"]), "head_lost": s["head_lost"] & ~timeout,
+                "snd_nxt": jnp.where(timeout, s["snd_una"], s["snd_nxt"]),
+                "rtx": jnp.where(timeout, False, s["rtx"]),
+                # every segment outstanding counts as retransmitted: no RTT sample until new data is acknowledged
+                "retx_hi": jnp.where(timeout, s["high_tx"], s["retx_hi"]),
+                "rto": rto, "timer": jnp.where(expired, jnp.where(outstanding, now + rto, jnp.inf), s["timer"]),
+                "timeouts": s["timeouts"] + timeout}
+
+    # -------------------------------------------------------------- acknowledgements
+    def on_ack(self, s, params: TCPParams, flows, now, mask, ack):
+        segment = params.segment
+        phase = s["phase"]
+        opened = mask & (ack.kind == SYNACK) & (phase == 1)
+        is_ack = mask & (ack.kind == ACK) & (phase == 2)
+        a = ack.ack_no
+        snd_una, high_tx, state = s["snd_una"], s["high_tx"], s["state"]
+        new = is_ack & (a > snd_una) & (a <= high_tx)
+        dup = is_ack & (a == snd_una) & (high_tx > snd_una)
+        # RTT (ns-3.37's rule): the SYN-ACK, and an ACK of new data whose oldest segment was sent once
+        # (Karn, even with timestamps); timestamps in whole milliseconds
+        sample = jnp.floor(now * 1000.0) / 1000.0 - jnp.floor(ack.echo * 1000.0) / 1000.0
+        sample = jnp.where(sample > 0, sample, 1e-6)
+        valid = opened | (new & (snd_una >= s["retx_hi"]))
+        first = valid & ~s["has_sample"]
+        more = valid & s["has_sample"]
+        srtt = jnp.where(first, sample, jnp.where(more, s["srtt"] + (sample - s["srtt"]) / 8.0, s["srtt"]))
+        rttvar = jnp.where(first, sample / 2.0,
+                           jnp.where(more, s["rttvar"] + (jnp.abs(sample - s["srtt"]) - s["rttvar"]) / 4.0, s["rttvar"]))
+        s = {**s, "srtt": srtt, "rttvar": rttvar, "has_sample": s["has_sample"] | valid}
+        rto = jnp.where(valid, self._fresh_rto(s, params), s["rto"])
+        dupacks, cwnd, ssthresh, recover, sacked = s["dupacks"], s["cwnd"], s["ssthresh"], s["recover"], s["sacked"]
+        outstanding = (high_tx - snd_una).astype(jnp.int32)
+        # duplicates (ignored in LOSS)
+        counted = dup & (state != LOSS)
+        dupacks = jnp.where(counted & (state != RECOVERY), dupacks + 1, dupacks)
+        state = jnp.where(counted & (state == OPEN), DISORDER, state)
+        mark = counted & ((state == RECOVERY) | ((state == DISORDER) & (dupacks < 3) & self.limited_transmit))
+        enter = counted & (state == DISORDER) & (dupacks == 3) & ((snd_una >= recover) | ~s["recover_active"])
+        sacked = jnp.where(mark | enter, jnp.minimum(sacked + 1, jnp.maximum(outstanding - 1, 0)), sacked)
+        # entering recovery: the head is lost; ssthresh from what is in flight then
+        pipe_entry = outstanding.astype(jnp.float64) - sacked - 1.0
+        ssthresh = jnp.where(enter, jnp.maximum(2.0 * segment, jnp.floor((pipe_entry + 1.0) * segment / 2.0)), ssthresh)
+        cwnd = jnp.where(enter, ssthresh, cwnd)
+        recover = jnp.where(enter, high_tx, recover)
+        recover_active = s["recover_active"] | enter
+        was = state
+        state = jnp.where(enter, RECOVERY, state)
+        head_lost = s["head_lost"] | enter
+        rtx = s["rtx"] | enter
+        rtx_seq = jnp.where(enter, snd_una, s["rtx_seq"])
+        # new data acknowledged: the Reno guesses on acknowledged segments go with them; a guess left
+        # on the new head moves up and the head counts as lost
+        k = jnp.where(new, a - snd_una, 0)
+        sacked = jnp.where(new, jnp.maximum(sacked - (k - 1), 0), sacked)
+        head_lost = jnp.where(new, sacked > 0, head_lost)
+        partial = new & (was == RECOVERY) & (a < recover)
+        loss_partial = new & (was == LOSS) & (a < recover)
+        ends = new & ~partial & ~loss_partial
+        restart = new & (~partial | s["first_partial"])
+        first_partial = jnp.where(partial, False, jnp.where(ends & ((was == RECOVERY) | (was == LOSS)), True,
+                                                             s["first_partial"]))
+        head_lost = head_lost | partial
+        resend_head = partial | (new & (sacked > 0))  # a partial ACK's new head, or one that carried a guess
+        rtx = jnp.where(new, resend_head, rtx)
+        rtx_seq = jnp.where(resend_head, a, rtx_seq)
+        cwnd = jnp.where(ends & (was == RECOVERY), ssthresh, cwnd)
+        recover_active = recover_active & ~(new & (a >= recover))
+        state = jnp.where(ends, OPEN, state)
+        dupacks = jnp.where(new, 0, dupacks)
+        # window growth: in LOSS (slow start) and on every ACK that ends in OPEN
+        grow = loss_partial | ends
+        slow = grow & (cwnd < ssthresh)
+        cwnd = jnp.where(slow, cwnd + segment, cwnd)
+        avoid = grow & ~slow
+        cwnd = jnp.where(avoid, cwnd + jnp.maximum(1.0, jnp.floor(segment * segment / cwnd)), cwnd)
+        snd_una = jnp.where(new, a, snd_una)
+        snd_nxt = jnp.maximum(s["snd_nxt"], snd_una)
+        # a restart of the timer recomputes the RTO (the back-off ends)
+        rto = jnp.where(restart, self._fresh_rto(s, params), rto)
+        left = high_tx > snd_una
+        timer = jnp.where(restart, jnp.where(left, now + rto, jnp.inf), s["timer"])
+        timer = jnp.where(opened, jnp.inf, timer)
+        return {**s, "phase": jnp.where(opened, 2, phase), "syn_at": jnp.where(opened, jnp.inf, s["syn_at"]),
+                "snd_una": snd_una, "snd_nxt": snd_nxt, "recover": recover, "recover_active": recover_active,
+                "cwnd": cwnd, "ssthresh": ssthresh, "state": state, "dupacks": dupacks, "sacked": sacked,
+                "head_lost": head_lost, "rtx": rtx, "rtx_seq": rtx_seq, "first_partial": first_partial,
+                "rto": rto, "timer": timer, "recoveries": s["recoveries"] + enter}
+
+    # -------------------------------------------------------------- sending
+    def ready(self, s, params, flows, now):
+        established = s["phase"] == 2
+        room = s["cwnd"] - self._pipe(s) * params.segment >= params.segment
+        within = (s["snd_nxt"] - s["snd_una"]).astype(jnp.float64) < params.receive_window
+        new_data = (s["snd_nxt"] < flows.size) & (now < flows.stop) & room & within
+        return s["syn_due"] | (established & (s["rtx"] | new_data))
+
+    def send(self, s, params, flows, now, mask):
+        syn = mask & s["syn_due"]
+        rtx = mask & ~syn & s["rtx"]
+        new = mask & ~syn & ~rtx
+        seq = jnp.where(rtx, s["rtx_seq"], s["snd_nxt"])
+        snd_nxt = s["snd_nxt"] + new
+        high_tx = jnp.maximum(s["high_tx"], snd_nxt)
+        data = rtx | new
+        resent = rtx | (new & (s["snd_nxt"] < s["high_tx"]))
+        timer = jnp.where(data & jnp.isinf(s["timer"]), now + s["rto"], s["timer"])
+        packet = Packet(kind=jnp.where(syn, SYN, DATA).astype(jnp.int32), seq=seq.astype(jnp.int32),
+                        header=jnp.zeros((mask.shape[0], 0)))
+        return {**s, "syn_due": s["syn_due"] & ~syn, "syn_at": jnp.where(syn, now + s["syn_wait"], s["syn_at"]),
+                "snd_nxt": snd_nxt, "high_tx": high_tx, "rtx": s["rtx"] & ~rtx, "timer": timer,
+                "retx_hi": jnp.where(resent, jnp.maximum(s["retx_hi"], seq + 1), s["retx_hi"]),
+                "retransmits": s["retransmits"] + resent, "syns": s["syns"] + syn}, packet
+
+
+__all__ = ["TCP", "TCPParams"]

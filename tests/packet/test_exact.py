@@ -1,0 +1,115 @@
+"""The exact engine: results that do not depend on the step, exact conservation, queues that
+match queueing theory, headers, capacity schedules, two-way traffic, and its errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fluidcc.errors import ParameterError
+from fluidcc.network import Flow, Link, Network
+from fluidcc.packet._run_exact import simulate_exact
+from fluidcc.packet.exact_protocols import TCP
+from fluidcc.packet.workloads import FlowTable, Pareto, PoissonArrivals
+
+C = 5000.0  # packets/s: one packet time is 0.2 ms
+PACKET_TIME = 1.0 / C
+POOL = 512  # packets and ACKs a run may hold: enough here (a full pool is a run's status, checked)
+
+
+def dumbbell(n: int, buffer: int = 40) -> Network:
+    bottleneck = Link("b", C, 0.02, buffer_packets=buffer)
+    return Network((bottleneck,), tuple(Flow(f"f{i}", ("b",), access_delay_s=1e-5, interface_pps=20 * C)
+                                        for i in range(n)))
+
+
+def three_links() -> Network:
+    """A - B - C with both directions as links; A->C flows against C->A flows, and the B->C link's
+    capacity halves and comes back."""
+    links = (Link("ab", C, 0.021, buffer_packets=30, source="A", target="B"),
+             Link("bc", C, 0.025, buffer_packets=30, source="B", target="C",
+                  schedule=((0.6, C / 2), (1.3, C))),
+             Link("cb", C, 0.025, buffer_packets=30, source="C", target="B"),
+             Link("ba", C, 0.021, buffer_packets=30, source="B", target="A"))
+    flows = (Flow("east", ("ab", "bc"), access_delay_s=1e-5, interface_pps=20 * C),
+             Flow("west", ("cb", "ba"), access_delay_s=1e-5, interface_pps=20 * C),
+             Flow("east2", ("bc",), access_delay_s=1e-5, interface_pps=20 * C))
+    return Network(links, flows)
+
+
+def _same(runs: dict, names=("sent", "delivered", "dropped", "in_flight", "control_dropped", "acks_received")):
+    reference = next(iter(runs.values()))
+    for step, run in runs.items():
+        assert (run.status == 0).all(), str(run.message.values)
+        for name in names:
+            np.testing.assert_array_equal(run[name].values, reference[name].values, err_msg=f"{name} at step {step}")
+        np.testing.assert_allclose(run["fct"].values, reference["fct"].values, atol=1e-9, rtol=0, equal_nan=True,
+                                   err_msg=f"fct at step {step}")
+        np.testing.assert_allclose(run["queue_mean"].values, reference["queue_mean"].values, rtol=1e-9)
+
+
+STEPS = (None, PACKET_TIME, 10 * PACKET_TIME, 100 * PACKET_TIME)
+
+
+def test_tcp_dumbbell_does_not_depend_on_the_step(conserved):
+    network = dumbbell(4)
+    table = FlowTable(np.array([0.0, 0.05, 0.05, 0.3]), np.array([600, 90, np.inf, 1500.0]), route=np.arange(4))
+    runs = {step: simulate_exact(network, TCP(), table, duration_s=1.5, step_s=step, pool_size=POOL) for step in STEPS}
+    _same(runs)
+    run = runs[None]
+    assert run.attrs["step_s"] == pytest.approx(0.04 - 1e-9, abs=1e-4)  # the lookahead: the ACKs' way back
+    assert int(run.dropped.sum()) > 0 and int(run.timeouts.sum() + run.recoveries.sum()) > 0  # losses happened
+    assert np.isfinite(run.fct.values[0, [0, 1]]).all()
+    conserved(run)
+
+
+def test_short_flows_do_not_depend_on_the_step(conserved):
+    network = dumbbell(1, buffer=60)
+    table = PoissonArrivals.for_load(0.8, Pareto(8.0, 1.2), C, duration_s=1.0, seed=3).table()
+    runs = {step: simulate_exact(network, TCP(initial_window=4), table, duration_s=1.6, step_s=step, pool_size=POOL)
+            for step in STEPS}
+    _same(runs)
+    run = runs[None]
+    assert len(table) > 100 and np.isfinite(run.fct.values).mean() > 0.8
+    conserved(run)
+
+
+def test_two_way_traffic_with_a_capacity_schedule_does_not_depend_on_the_step(conserved):
+    network = three_links()
+    assert network.reverse_route_indices(0) == [2, 3] and network.reverse_route_indices(1) == [0, 1]
+    table = FlowTable(np.array([0.0, 0.02, 0.1]), np.full(3, np.inf), route=np.arange(3))
+    steps = (None, PACKET_TIME, 10 * PACKET_TIME, 100 * PACKET_TIME)
+    runs = {step: simulate_exact(network, TCP(), table, duration_s=1.8, step_s=step, pool_size=POOL) for step in steps}
+    _same(runs)
+    run = runs[None].isel(run=0)
+    # the ACKs of each direction queue behind the other direction's data
+    assert int(run.link_accepted.sel(link="cb")) > int(run.link_data_accepted.sel(link="cb"))
+    assert int(run.link_accepted.sel(link="ab")) > int(run.link_data_accepted.sel(link="ab"))
+    conserved(runs[None])
+
+
+def test_the_step_may_not_exceed_the_lookahead_and_the_error_names_the_hop():
+    with pytest.raises(ParameterError, match=r"step = 0\.05.*lookahead.*link b to sender of flow f0"):
+        simulate_exact(dumbbell(1), TCP(), duration_s=0.1, step_s=0.05)
+    for bad in (0.0, -1.0, math.nan, "1ms"):
+        with pytest.raises(ParameterError, match="step"):
+            simulate_exact(dumbbell(1), TCP(), duration_s=0.1, step_s=bad)
+
+
+
+
+def test_bad_pool_sizes_and_durations_are_refused():
+    for bad in (1, 0, 2.5, True, "64"):
+        with pytest.raises(ParameterError, match="pool_size"):
+            simulate_exact(dumbbell(1), TCP(), duration_s=0.1, pool_size=bad)
+    for bad in (0.0, -1.0, math.inf):
+        with pytest.raises(ParameterError, match="duration"):
+            simulate_exact(dumbbell(1), TCP(), duration_s=bad)
+
+
+def test_a_full_pool_is_a_status_not_a_crash():
+    run = simulate_exact(dumbbell(2), TCP(initial_window=8), duration_s=0.3, pool_size=4).isel(run=0)
+    assert int(run.status) == 1 and "pool" in str(run.message.values)
+    assert int(run.sent.sum()) > 0  # what ran until then is kept
