@@ -60,7 +60,8 @@ STATUS = {0: "ok", 1: "the packet pool was full: a packet could not be sent (rai
           2: "a step needed more iterations than allowed: a sender kept sending at one instant",
           3: f"more than {1024} events at one instant at one stage"}
 _BIG = np.iinfo(np.int64).max  # above every tie-break key
-#: Most events a stage takes in one chunk (each pick is a minimum over a chunk).
+#: Most events a stage takes in one chunk (a chunk is sorted once; a sort of the whole pool costs
+#: more on a CPU than the rest of a step).
 CHUNK = 1024
 #: Most sender actions (an event handled or a packet sent) per flow in one step.
 MOST_ACTIONS = 1 << 20
@@ -387,7 +388,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         """The events of a stage to take next: those before theta, at most S of them (S = `chunk`),
         theta = t1 if they fit, else as late as they allow (bisection over time). Returns (theta,
         their pool slots (S; P past their number), their number, stuck: more than S events share
-        one instant). Taking a step's events in chunks keeps each pick a minimum over S entries."""
+        one instant). Taking a step's events in chunks keeps the sorts small."""
         total = jnp.sum(key < t1)
 
         def bisect(_, bounds):
@@ -423,32 +424,31 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             flow_c = jnp.take(pool["flow"], idx, mode="fill", fill_value=F)
             tie = (jnp.take(pool["kind"], idx, mode="fill", fill_value=0).astype(jnp.int64) * (1 << 32)
                    + jnp.take(pool["seq"], idx, mode="fill", fill_value=0))
-            slots = jnp.arange(S, dtype=jnp.int32)
-            return _sender_round(c, theta, key0, flow_c, tie, slots, idx)
+            # one sort of the chunk by (flow, time, kind, seq); each flow then walks its own run
+            flow_s, key_s, _, idx_s = jax.lax.sort((flow_c, key0, tie, idx), num_keys=3)
+            begin = jnp.searchsorted(flow_s, rows, side="left").astype(jnp.int32)
+            count = jnp.searchsorted(flow_s, rows, side="right").astype(jnp.int32) - begin
+            return _sender_round(c, theta, key_s, idx_s, begin, count)
 
         return jax.lax.while_loop(more_work, round_, c)
 
-    def _sender_round(c, t1, key0, flow_c, tie, slots, idx_of):
-        def action_time(c, key):
-            first = jax.ops.segment_min(key, flow_c, num_segments=F + 1)[:F]
-            candidate = jnp.isfinite(key) & (key == jnp.append(first, jnp.inf)[flow_c])
-            least = jax.ops.segment_min(jnp.where(candidate, tie, _BIG), flow_c, num_segments=F + 1)[:F]
-            chosen = candidate & (tie == jnp.append(least, _BIG)[flow_c])
-            pick = jax.ops.segment_max(jnp.where(chosen, slots, -1), flow_c, num_segments=F + 1)[:F]
-            ack_t = jnp.where(pick >= 0, first, jnp.inf)
+    def _sender_round(c, t1, key_s, idx_s, begin, count):
+        def action_time(c, pointer):
+            at = jnp.minimum(begin + pointer, S - 1)
+            ack_t = jnp.where(pointer < count, key_s[at], jnp.inf)
             own_t = protocol.next_time(c["proto"], params, flows)
-            return jnp.maximum(pick, 0), idx_of[jnp.maximum(pick, 0)], ack_t, own_t
+            return pointer, idx_s[at], ack_t, own_t
 
         def cond(loop):
-            c, key, now, iterations = loop
-            _, _, ack_t, own_t = action_time(c, key)
+            c, pointer, now, iterations = loop
+            _, _, ack_t, own_t = action_time(c, pointer)
             ready = protocol.ready(c["proto"], params, flows, now) & (now < t1)
             more = ready | (jnp.minimum(ack_t, own_t) < t1)
             return jnp.any(more) & (c["status"] == 0)
 
         def body(loop):
-            c, key, now, iterations = loop
-            pick, idx, ack_t, own_t = action_time(c, key)
+            c, pointer, now, iterations = loop
+            _, idx, ack_t, own_t = action_time(c, pointer)
             proto = c["proto"]
             ready = protocol.ready(proto, params, flows, now) & (now < t1)
             # a flow sends what it may at the current instant before it moves on to its next event
@@ -469,7 +469,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             top = top + jnp.sum(take_ack, dtype=jnp.int32)
             pool = {**pool, "at": pool["at"].at[jnp.where(take_ack, idx, P)].set(FREE, mode="drop"),
                     "time": pool["time"].at[jnp.where(take_ack, idx, P)].set(jnp.inf, mode="drop")}
-            key = key.at[jnp.where(take_ack, pick, S)].set(jnp.inf, mode="drop")
+            pointer = pointer + take_ack
             # the senders that are ready put a packet on the wire
             go = ready & (now < t1)
             enough = top >= jnp.sum(go)
@@ -501,9 +501,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             status = jnp.where(iterations >= MOST_ACTIONS, 2, status)
             c = {**c, "pool": pool, "free": {"stack": free_stack, "top": top}, "proto": proto,
                  "counters": counters, "status": status}
-            return c, key, now, iterations + 1
+            return c, pointer, now, iterations + 1
 
-        c, _, now, _ = jax.lax.while_loop(cond, body, (c, key0, c["counters"]["clock"],
+        c, _, now, _ = jax.lax.while_loop(cond, body, (c, jnp.zeros(F, jnp.int32), c["counters"]["clock"],
                                                        jnp.asarray(0)))
         return {**c, "counters": {**c["counters"], "clock": now}}
 
@@ -578,18 +578,12 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             tie = ((jnp.take(pool["flow"], idx, mode="fill", fill_value=0).astype(jnp.int64) * 4
                     + jnp.take(pool["kind"], idx, mode="fill", fill_value=0)) * (1 << 32)
                    + jnp.take(pool["seq"], idx, mode="fill", fill_value=0))
-            return _link_round(c, l, theta, key0, tie, idx, n)
+            _, _, idx_s = jax.lax.sort((key0, tie, idx), num_keys=2)  # the chunk in the total order
+            return _link_round(c, l, theta, idx_s, n)
 
         return jax.lax.while_loop(more_work, round_, c)
 
-    def _link_round(c, l, t1, key0, tie, idx_of, n):
-        def earliest(key):
-            first = jnp.min(key)
-            candidate = key == first
-            least = jnp.min(jnp.where(candidate, tie, _BIG))
-            pick = jnp.argmax(candidate & (tie == least)).astype(jnp.int32)
-            return pick, idx_of[pick]
-
+    def _link_round(c, l, t1, idx_s, n):
         def cond(loop):
             c, i, key = loop
             timer = protocol.router_next(c["router"], params, l)
@@ -597,7 +591,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
 
         def body(loop):
             c, i, key = loop
-            pick, p = earliest(key)
+            p = idx_s[jnp.minimum(i, S - 1)]
             pool, links, bins = c["pool"], c["links"], c["bins"]
             arrival = jnp.where(i < n, pool["time"][p], jnp.inf)
             timer = protocol.router_next(c["router"], params, l)
@@ -669,10 +663,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                     "top": free["top"] + drop.astype(jnp.int32)}
             c = {**c, "pool": pool, "links": links, "bins": bins, "router": router, "counters": counters, "free": free}
             c = receive(c, p, f, reach, in_time)
-            key = key.at[jnp.where(on_packet, pick, S)].set(jnp.inf, mode="drop")
             return c, i + on_packet.astype(jnp.int32), key
 
-        c, _, _ = jax.lax.while_loop(cond, body, (c, jnp.asarray(0, jnp.int32), key0))
+        c, _, _ = jax.lax.while_loop(cond, body, (c, jnp.asarray(0, jnp.int32), jnp.asarray(0)))
         return c
 
     def step(loop):
