@@ -82,8 +82,8 @@ class Stamped(ExactProtocol):
     def router_init(self, params, n_links):
         return {"count": jnp.zeros(n_links)}
 
-    def router_packet(self, router, params, link, now, kind, header, waiting):
-        count = router["count"].at[link].add(1.0)
+    def router_packet(self, router, params, link, now, kind, header, waiting, accepted):
+        count = router["count"].at[link].add(jnp.where(accepted, 1.0, 0.0))
         return {"count": count}, header.at[0].add(10.0 * (link + 1)).at[1].set(count[link])
 
     def report(self, state):

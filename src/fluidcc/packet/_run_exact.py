@@ -158,6 +158,7 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
                        {"units": "packets", "long_name": "packets waiting (not in service), time average"}),
         "queue": (("run", "sample", "link"), queue, {"units": "packets", "long_name": "mean packets waiting per sample"}),
         "accepted": (("run", "sample", "link"), bins["accepted"], {"units": "packets"}),
+        "drops": (("run", "sample", "link"), bins["dropped"], {"units": "packets", "long_name": "dropped per sample"}),
         "served": (("run", "sample", "link"), bins["served_bytes"] / plan.data_bytes,
                    {"units": "packets", "long_name": "bytes whose service began, in data packets"}),
         "status": (("run",), status, {"long_name": "0: ok; see message"}),
@@ -165,6 +166,8 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
     }
     for name, value in protocol.report(out["protocol"]).items():
         data[name] = (per, np.asarray(value), {"source": "protocol", "units": "events"})
+    for name, value in protocol.observe(out["router"], None).items():
+        data[name] = (("run", "link"), np.asarray(value), {"source": "router", "long_name": "at the end of the run"})
     coords = {"seed": ("run", seeds), "flow": np.arange(start.shape[1]), "link": network.link_names,
               "sample_time": ("sample", edges[1:], {"units": "s"})}
     attrs = {"title": "fluidcc packet simulation (exact engine)", "protocol": protocol.name,

@@ -270,7 +270,8 @@ class ExactProtocol:
     Senders: `init`, `next_time` (its own next event: start, timers, pacing; inf: none),
     `on_time` (handle that event where `mask`), `on_ack`, `ready` (has a packet to send now) and
     `send` (the packet). Routers (optional; the default has none): `router_init`, `router_next`
-    (the next timer of link l), `router_timer` and `router_packet` (a packet admitted at link l:
+    (the next timer of link l), `router_timer` and `router_packet` (a packet reaching link l, with
+    whether the link took it; the header it returns is the one the packet leaves with:
     read and write its header).
     """
 
@@ -314,7 +315,7 @@ class ExactProtocol:
     def router_timer(self, router, params, link, now, waiting):
         return router
 
-    def router_packet(self, router, params, link, now, kind, header, waiting):
+    def router_packet(self, router, params, link, now, kind, header, waiting, accepted):
         return router, header
 
     def observe(self, router, params) -> dict:
@@ -630,9 +631,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                     "wait_out_n": bins["wait_out_n"].at[b_out, lw].add(1.0, mode="drop"),
                     "wait_out_sum": bins["wait_out_sum"].at[b_out, lw].add(begin, mode="drop")}
             router_passed, header = protocol.router_packet(c["router"], params, l, arrival, kind, pool["header"][p],
-                                                           waiting)
-            router = jax.tree_util.tree_map(lambda timed, passed, old: jnp.where(fire, timed, jnp.where(accept, passed, old)),
-                                            router_timed, router_passed, c["router"])
+                                                           waiting, accept)
+            router = jax.tree_util.tree_map(lambda timed, passed: jnp.where(fire, timed, passed),
+                                            router_timed, router_passed)
             # where it goes next
             is_ack = (kind == ACK) | (kind == SYNACK)
             path_length = jnp.where(is_ack, reverse_length[f], route_length[f])

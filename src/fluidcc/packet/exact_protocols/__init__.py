@@ -2,7 +2,8 @@
 handle each ACK and timer at its own instant, and routers that see each packet."""
 
 from .open_loop import OpenLoop as OpenLoop
+from .rcp import RCP as RCP
 from .tcp import TCP as TCP
 
 
-__all__ = ["OpenLoop", "TCP"]
+__all__ = ["OpenLoop", "RCP", "TCP"]
