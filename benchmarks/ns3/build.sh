@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Build the ns-3 dumbbell benchmark against the system ns-3 (Debian's libns3-dev).
+# Build the ns-3 programs against the system ns-3 (Debian's libns3-dev).
 #
-#   bash benchmarks/ns3/build.sh [OUTPUT]
+#   bash benchmarks/ns3/build.sh [OUTPUT...]
 #
-# OUTPUT defaults to benchmarks/ns3/build/dumbbell (relative to the repository
-# root). Compiler flags come from pkg-config when ns-3's .pc files are present,
-# otherwise from the standard Debian include and library locations.
+# Each OUTPUT is the path of a program to build; its file name says which one
+# (dumbbell, shortflows or twolink: the source is benchmarks/ns3/NAME.cc). With
+# no OUTPUT, all three are built into benchmarks/ns3/build/. Compiler flags come
+# from pkg-config when ns-3's .pc files are present, otherwise from the standard
+# Debian include and library locations.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-out="${1:-$here/build/dumbbell}"
-src="$here/dumbbell.cc"
+programs=(dumbbell shortflows twolink)
+if [[ $# -gt 0 ]]; then
+    outputs=("$@")
+else
+    outputs=("${programs[@]/#/$here/build/}")
+fi
 modules=(core network internet point-to-point applications traffic-control)
 
 die() {
@@ -51,6 +57,13 @@ else
     done
 fi
 
-mkdir -p "$(dirname "$out")"
-set -x
-"${CXX:-g++}" -O2 -std=c++17 -Wall "${cflags[@]}" "$src" -o "$out" "${libs[@]}"
+for out in "${outputs[@]}"; do
+    name="$(basename "$out")"
+    [[ " ${programs[*]} " == *" $name "* ]] ||
+        die "$out: the file name must be one of: ${programs[*]}"
+    mkdir -p "$(dirname "$out")"
+    (
+        set -x
+        "${CXX:-g++}" -O2 -std=c++17 -Wall "${cflags[@]}" "$here/$name.cc" -o "$out" "${libs[@]}"
+    )
+done
