@@ -1,0 +1,237 @@
+"""The exact packet engine against ns-3: agreement and speed from one run.
+
+**Dumbbell** (`--scenario dumbbell`, default).
+
+The dumbbell of `benchmarks/ns3/dumbbell.cc`: long-lived TCP NewReno flows (classic recovery,
+SACK off, initial window 2, minimum RTO 200 ms, limited transmit off, as the ns-3 program is run
+here) through one 100 Mb/s bottleneck, RTPD 80 ms, drop-tail buffer of one BDP (1000 packets),
+flows starting uniformly in [0, 1) s; each sender has a 10 Gb/s interface 2 us from the
+bottleneck. fluidcc runs the exact engine (`fluidcc.packet.simulate_exact`) at its default step
+(the lookahead: the ACKs' way back, 80 ms), one batch of the seeds; ns-3 runs each seed. Both
+report utilization, mean queue (packets waiting, time average), drop rate, loss events (fast
+recoveries plus timeouts) and timeouts per 1000 packets forwarded; ns-3 counts its events from
+1 s on, fluidcc over the whole run. For each figure: the two means, their difference in %, and the
+95 % confidence interval of the difference of the means (Welch, normal approximation).
+
+**Short flows** (`--scenario shortflows --load 0.5`): `benchmarks/ns3/shortflows.cc` runs each seed
+(Poisson arrivals of Pareto flows, shape 1.2, mean 25 packets, over `--duration` seconds, then
+`--drain` more; 100 Mb/s, RTPD 100 ms, buffer one BDP, initial window 10, minimum RTO 1 s, limited
+transmit on as ns-3's default) and writes its flow table; fluidcc replays that table flow for flow
+(`read_trace`) in the exact engine. Compared: utilization and mean queue over the arrivals, drop
+rate, loss events and timeouts per 1000 packets, the AFCT overall and per size bin (packets: [1, 8),
+[8, 16), ..., [256, inf)), each bin judged only where it holds at least 1000 flows over the seeds.
+
+Run:
+
+    PYTHONPATH=src python benchmarks/packet_exact.py [--flows 50] [--duration 30] [--seeds 5] [--ns3]
+    PYTHONPATH=src python benchmarks/packet_exact.py --scenario shortflows --load 0.5 --duration 20 \
+        --drain 20 --seeds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from fluidcc.network import Flow, Link, Network
+from fluidcc.packet import simulate_exact
+from fluidcc.packet.exact_protocols import TCP
+from fluidcc.packet.workloads import FlowTable, read_trace
+from fluidcc.units import mbps_to_pps
+
+from _harness import machine_info, timed, write_json
+
+HERE = Path(__file__).resolve().parent
+BOTTLENECK_PPS = mbps_to_pps(100.0)
+ROUND_TRIP_S = 0.080
+NIC_PPS = mbps_to_pps(10_000.0)
+NIC_TO_BOTTLENECK_S = 2e-6
+FIGURES = ("utilization", "mean_queue", "drop_rate", "loss_events_per_1000", "timeouts_per_1000")
+
+
+def network(n: int) -> Network:
+    link = Link("bottleneck", BOTTLENECK_PPS, ROUND_TRIP_S / 2 - NIC_TO_BOTTLENECK_S,
+                buffer_packets=round(BOTTLENECK_PPS * ROUND_TRIP_S))
+    senders = tuple(Flow(f"f{i}", ("bottleneck",), access_delay_s=NIC_TO_BOTTLENECK_S, interface_pps=NIC_PPS)
+                    for i in range(n))
+    return Network((link,), senders)
+
+
+def figures_of(run, duration: float) -> list[dict]:
+    """Per run of the dataset, the figures compared."""
+    out = []
+    for k in range(run.sizes["run"]):
+        v = run.isel(run=k).sel(link="bottleneck")
+        forwarded = float(v.link_accepted)
+        events = float(v.recoveries.sum() + v.timeouts.sum())
+        out.append({"utilization": float(v.busy), "mean_queue": float(v.queue_mean),
+                    "drop_rate": float(v.link_dropped) / float(v.link_arrived),
+                    "loss_events_per_1000": 1000.0 * events / forwarded,
+                    "timeouts_per_1000": 1000.0 * float(v.timeouts.sum()) / forwarded,
+                    "forwarded": forwarded, "status": int(v.status)})
+    return out
+
+
+def ns3_run(n: int, seed: int, duration: float) -> dict:
+    binary = HERE / "ns3" / "build" / "dumbbell"
+    if not binary.exists():
+        subprocess.run(["bash", str(HERE / "ns3" / "build.sh")], check=True)
+    text = subprocess.run([str(binary), f"--flows={n}", f"--seed={seed}", f"--duration={duration:g}",
+                           "--limitedTransmit=0"], check=True, capture_output=True, text=True).stdout
+    r = json.loads(text.strip().splitlines()[-1])
+    forwarded = float(r["packets_forwarded"])
+    return {"utilization": r["utilization"], "mean_queue": r["mean_queue_packets"], "drop_rate": r["drop_rate"],
+            "loss_events_per_1000": 1000.0 * (r["recoveries"] + r["timeouts"]) / forwarded,
+            "timeouts_per_1000": 1000.0 * r["timeouts"] / forwarded, "forwarded": forwarded, "wall_s": r["wall_s"]}
+
+
+def compare(ours: list[dict], theirs: list[dict], names=FIGURES) -> dict:
+    table = {}
+    for name in names:
+        a = np.array([o[name] for o in ours])
+        b = np.array([t[name] for t in theirs])
+        half = 1.96 * np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size) if min(a.size, b.size) > 1 else np.nan
+        diff = a.mean() - b.mean()
+        pct = 100.0 * diff / b.mean() if b.mean() != 0 else (0.0 if diff == 0 else np.inf)
+        table[name] = {"fluidcc": a.mean(), "ns3": b.mean(), "difference_pct": pct,
+                       "ci95_of_difference": [diff - half, diff + half],
+                       "agrees": bool(abs(diff) <= 0.05 * abs(b.mean()) or abs(diff) <= half)}
+    return table
+
+
+SIZE_BINS = (1, 8, 16, 32, 64, 128, 256, np.inf)
+SHORT_BOTTLENECK_PPS = mbps_to_pps(100.0)
+SHORT_ROUND_TRIP_S = 0.100
+
+
+def shortflow_network() -> Network:
+    link = Link("bottleneck", SHORT_BOTTLENECK_PPS, SHORT_ROUND_TRIP_S / 2 - NIC_TO_BOTTLENECK_S,
+                buffer_packets=round(SHORT_BOTTLENECK_PPS * SHORT_ROUND_TRIP_S))
+    return Network((link,), (Flow("short", ("bottleneck",), access_delay_s=NIC_TO_BOTTLENECK_S,
+                                  interface_pps=NIC_PPS),))
+
+
+def shortflow_figures(sizes, fcts, utilization, queue, dropped, arrived, forwarded, events, timeouts) -> dict:
+    out = {"utilization": utilization, "mean_queue": queue, "drop_rate": dropped / max(arrived, 1.0),
+           "loss_events_per_1000": 1000.0 * events / forwarded, "timeouts_per_1000": 1000.0 * timeouts / forwarded,
+           "afct": float(np.nanmean(fcts)), "unfinished": int(np.sum(~np.isfinite(fcts)))}
+    for low, high in zip(SIZE_BINS[:-1], SIZE_BINS[1:]):
+        inside = (sizes >= low) & (sizes < high)
+        out[f"afct_{low}_{high}"] = float(np.nanmean(fcts[inside])) if inside.any() else np.nan
+        out[f"flows_{low}_{high}"] = int(inside.sum())
+    return out
+
+
+def run_shortflows(args, seeds) -> int:
+    binary = HERE / "ns3" / "build" / "shortflows"
+    if not binary.exists():
+        subprocess.run(["bash", str(HERE / "ns3" / "build.sh")], check=True)
+    net = shortflow_network()
+    theirs, tables = [], []
+    out_dir = Path(args.out).with_suffix("")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for seed in seeds:
+        csv = out_dir / f"shortflows_load{args.load:g}_seed{seed}.csv"
+        text = subprocess.run([str(binary), f"--load={args.load:g}", f"--seed={seed}", f"--duration={args.duration:g}",
+                               f"--drain={args.drain:g}", f"--flows-csv={csv}"], check=True, capture_output=True,
+                              text=True).stdout
+        r = json.loads(text.strip().splitlines()[-1])
+        table = read_trace(csv, net)
+        tables.append(table)
+        flows = np.genfromtxt(csv, delimiter=",", names=True)
+        during = r["bottleneck"]["arrivals"]
+        theirs.append({**shortflow_figures(flows["size_packets"], flows["fct_s"], during["utilization"],
+                                           during["mean_queue_packets"], r["bottleneck"]["run"]["packets_dropped"],
+                                           r["bottleneck"]["run"]["packets_arrived"],
+                                           r["bottleneck"]["run"]["packets_forwarded"], r["recoveries"] + r["timeouts"],
+                                           r["timeouts"]), "wall_s": r["wall_s"]})
+    run, wall = timed(lambda: simulate_exact(net, TCP(initial_window=10, min_rto_s=1.0), tables,
+                                             duration_s=args.duration + args.drain, seeds=seeds,
+                                             sample_s=args.duration / 1000.0 * 1.0))
+    ours = []
+    for k, table in enumerate(tables):
+        v = run.isel(run=k).sel(link="bottleneck")
+        n = len(table)
+        arrivals = v.sample_time.values <= args.duration + 1e-9
+        served = float(v.served.values[arrivals].sum())
+        queue = float(v.queue.values[arrivals].mean())
+        ours.append(shortflow_figures(table.size_packets, v.fct.values[:n], served / (SHORT_BOTTLENECK_PPS * args.duration),
+                                      queue, float(v.link_dropped), float(v.link_arrived), float(v.link_accepted),
+                                      float(v.recoveries.values[:n].sum() + v.timeouts.values[:n].sum()),
+                                      float(v.timeouts.values[:n].sum())))
+    forwarded = float(run.link_accepted.sum())
+    ns3_rate = sum(t.get("wall_s", np.nan) for t in theirs)
+    result = {"machine": machine_info(extras=()), "scenario": "shortflows", "load": args.load,
+              "duration_s": args.duration, "drain_s": args.drain, "seeds": seeds,
+              "fluidcc": {"runs": ours, "wall_s": wall, "engine_wall_s": run.attrs["wall_s"],
+                          "packets_per_s": forwarded / run.attrs["wall_s"],
+                          "statuses": sorted({int(x) for x in run.status.values})},
+              "ns3": {"runs": theirs, "wall_s": ns3_rate}}
+    names = ["utilization", "mean_queue", "drop_rate", "loss_events_per_1000", "timeouts_per_1000", "afct"]
+    bins = [f"afct_{low}_{high}" for low, high in zip(SIZE_BINS[:-1], SIZE_BINS[1:])]
+    judged = [b for b in bins if sum(t[b.replace("afct", "flows")] for t in theirs) >= 1000]
+    result["comparison"] = compare(ours, theirs, names + judged)
+    result["bins_not_judged"] = [b for b in bins if b not in judged]
+    print(f"fluidcc exact engine: {len(seeds)} runs in {run.attrs['wall_s']:.1f} s (call {wall:.1f} s); "
+          f"ns-3 {ns3_rate:.1f} s; statuses {result['fluidcc']['statuses']}")
+    report(result["comparison"])
+    print(f"  bins with fewer than 1000 flows (not judged): {', '.join(result['bins_not_judged'])}")
+    write_json(args.out, result, announce=True)
+    return 0
+
+
+def report(comparison: dict) -> None:
+    for name, row in comparison.items():
+        low, high = row["ci95_of_difference"]
+        print(f"  {name:22s} fluidcc {row['fluidcc']:10.4g}  ns-3 {row['ns3']:10.4g}  "
+              f"{row['difference_pct']:+6.1f} %  CI95 of difference [{low:.4g}, {high:.4g}]  "
+              f"{'agrees' if row['agrees'] else 'DIFFERS'}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", choices=("dumbbell", "shortflows"), default="dumbbell")
+    parser.add_argument("--load", type=float, default=0.5, help="shortflows: offered load")
+    parser.add_argument("--drain", type=float, default=20.0, help="shortflows: seconds after the arrivals")
+    parser.add_argument("--flows", type=int, default=50)
+    parser.add_argument("--duration", type=float, default=30.0, help="simulated seconds")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--ns3", action="store_true", help="run ns-3 too (needs Debian's libns3-dev)")
+    parser.add_argument("--out", default=str(HERE / "packet_exact.json"))
+    args = parser.parse_args()
+    seeds = list(range(1, args.seeds + 1))
+    if args.scenario == "shortflows":
+        return run_shortflows(args, seeds)
+    tables = [FlowTable(np.random.default_rng(s).uniform(0.0, 1.0, args.flows), np.full(args.flows, np.inf),
+                        route=np.arange(args.flows)) for s in seeds]
+    run, wall = timed(lambda: simulate_exact(network(args.flows), TCP(limited_transmit=False), tables,
+                                             duration_s=args.duration, seeds=seeds))
+    ours = figures_of(run, args.duration)
+    forwarded = sum(o["forwarded"] for o in ours)
+    result = {"machine": machine_info(extras=()), "flows": args.flows, "duration_s": args.duration, "seeds": seeds,
+              "fluidcc": {"runs": ours, "wall_s": wall, "engine_wall_s": run.attrs["wall_s"],
+                          "step_s": run.attrs["step_s"], "packets_per_s": forwarded / run.attrs["wall_s"]}}
+    print(f"fluidcc exact engine: {len(seeds)} runs, {forwarded:,.0f} packets forwarded in {run.attrs['wall_s']:.1f} s "
+          f"(call {wall:.1f} s, compilation included): {forwarded / run.attrs['wall_s']:,.0f} packets/s; step "
+          f"{run.attrs['step_s']:.6f} s; statuses {sorted({o['status'] for o in ours})}")
+    if args.ns3:
+        theirs = [ns3_run(args.flows, s, args.duration) for s in seeds]
+        ns3_rate = sum(t["forwarded"] for t in theirs) / sum(t["wall_s"] for t in theirs)
+        result["ns3"] = {"runs": theirs, "packets_per_s": ns3_rate}
+        result["comparison"] = compare(ours, theirs)
+        result["speed_ratio"] = (forwarded / run.attrs["wall_s"]) / ns3_rate
+        print(f"ns-3: {ns3_rate:,.0f} packets/s; fluidcc / ns-3 = {result['speed_ratio']:.2f}")
+        report(result["comparison"])
+    else:
+        for name in FIGURES:
+            print(f"  {name:22s} fluidcc {np.mean([o[name] for o in ours]):10.4g}")
+    write_json(args.out, result, announce=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
