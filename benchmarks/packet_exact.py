@@ -21,9 +21,17 @@ transmit on as ns-3's default) and writes its flow table; fluidcc replays that t
 rate, loss events and timeouts per 1000 packets, the AFCT overall and per size bin (packets: [1, 8),
 [8, 16), ..., [256, inf)), each bin judged only where it holds at least 1000 flows over the seeds.
 
+**Two links** (`--scenario twolink --stagger 0.25`): `benchmarks/ns3/twolink.cc`, the iXCP paper's
+Fig. 1 network with TCP (155 and 100 Mb/s, 20 ms each; one flow on the first link, 16 across both,
+starting `--stagger` s apart; limited transmit off, initial window 2, minimum RTO 200 ms), runs each
+seed; fluidcc replays its exact start times. Compared: each link's utilization, mean queue and drop
+rate, loss events and timeouts per 1000 packets forwarded by link 1, the short flow's throughput
+and the long flows' mean throughput (received packets over the time since the flow's start).
+
 Run:
 
     PYTHONPATH=src python benchmarks/packet_exact.py [--flows 50] [--duration 30] [--seeds 5] [--ns3]
+    PYTHONPATH=src python benchmarks/packet_exact.py --scenario twolink --stagger 0.25 --duration 30 --seeds 2
     PYTHONPATH=src python benchmarks/packet_exact.py --scenario shortflows --load 0.5 --duration 20 \
         --drain 20 --seeds 5
 """
@@ -184,6 +192,66 @@ def run_shortflows(args, seeds) -> int:
     return 0
 
 
+def run_twolink(args, seeds) -> int:
+    binary = HERE / "ns3" / "build" / "twolink"
+    if not binary.exists():
+        subprocess.run(["bash", str(HERE / "ns3" / "build.sh")], check=True)
+    theirs, tables, net = [], [], None
+    for seed in seeds:
+        text = subprocess.run([str(binary), f"--stagger={args.stagger:g}", f"--duration={args.duration:g}",
+                               f"--seed={seed}", "--limitedTransmit=0"], check=True, capture_output=True,
+                              text=True).stdout
+        r = json.loads(text.strip().splitlines()[-1])
+        if net is None:
+            # ns-3's link 1 gives its 2 us to the access links (the senders' 2 us here)
+            links = tuple(Link(l["name"], float(l["capacity_pps"]), float(l["delay_s"]),
+                               buffer_packets=float(l["buffer_packets"])) for l in r["links"])
+            net = Network(links, (Flow("short", ("l1",), access_delay_s=NIC_TO_BOTTLENECK_S, interface_pps=NIC_PPS),
+                                  Flow("long", ("l1", "l2"), access_delay_s=NIC_TO_BOTTLENECK_S, interface_pps=NIC_PPS)))
+        flows = r["flows"]
+        tables.append(FlowTable(np.array([f["start_s"] for f in flows]), np.full(len(flows), np.inf),
+                                route=np.array([0 if f["name"] == "short" else 1 for f in flows])))
+        row = {"wall_s": r["wall_s"], "loss_events_per_1000": r["loss_events_per_1000"],
+               "timeouts_per_1000": r["timeouts_per_1000"],
+               "short_mbps": flows[0]["throughput_mbps"],
+               "long_mbps": float(np.nanmean([np.nan if f["throughput_mbps"] is None else f["throughput_mbps"]
+                                              for f in flows[1:]]))}
+        for l in r["links"]:
+            row.update({f"{l['name']}_utilization": l["run"]["utilization"],
+                        f"{l['name']}_mean_queue": l["run"]["mean_queue_packets"],
+                        f"{l['name']}_drop_rate": l["run"]["drop_rate"]})
+        theirs.append(row)
+    run, wall = timed(lambda: simulate_exact(net, TCP(limited_transmit=False), tables, duration_s=args.duration,
+                                             seeds=seeds))
+    ours = []
+    for k, table in enumerate(tables):
+        v = run.isel(run=k)
+        started = table.start_s < args.duration
+        mbps = np.where(started, v.received.values[: len(table)] / np.maximum(args.duration - table.start_s, 1e-9),
+                        np.nan) * 8e-3  # 1000-byte packets
+        forwarded = float(v.link_data_accepted.sel(link="l1"))
+        row = {"loss_events_per_1000": 1000.0 * float(v.recoveries.sum() + v.timeouts.sum()) / forwarded,
+               "timeouts_per_1000": 1000.0 * float(v.timeouts.sum()) / forwarded,
+               "short_mbps": float(mbps[0]), "long_mbps": float(np.nanmean(mbps[1:]))}
+        for name in ("l1", "l2"):
+            link = v.sel(link=name)
+            row.update({f"{name}_utilization": float(link.busy), f"{name}_mean_queue": float(link.queue_mean),
+                        f"{name}_drop_rate": float(link.link_dropped) / float(link.link_arrived)})
+        ours.append(row)
+    names = [k for k in theirs[0] if k != "wall_s"]
+    result = {"machine": machine_info(extras=()), "scenario": "twolink", "stagger_s": args.stagger,
+              "duration_s": args.duration, "seeds": seeds,
+              "fluidcc": {"runs": ours, "wall_s": wall, "engine_wall_s": run.attrs["wall_s"],
+                          "statuses": sorted({int(x) for x in run.status.values})},
+              "ns3": {"runs": theirs, "wall_s": sum(t["wall_s"] for t in theirs)},
+              "comparison": compare(ours, theirs, names)}
+    print(f"fluidcc exact engine: {len(seeds)} runs in {run.attrs['wall_s']:.1f} s; ns-3 {result['ns3']['wall_s']:.1f} s;"
+          f" statuses {result['fluidcc']['statuses']}")
+    report(result["comparison"])
+    write_json(args.out, result, announce=True)
+    return 0
+
+
 def report(comparison: dict) -> None:
     for name, row in comparison.items():
         low, high = row["ci95_of_difference"]
@@ -194,7 +262,8 @@ def report(comparison: dict) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenario", choices=("dumbbell", "shortflows"), default="dumbbell")
+    parser.add_argument("--scenario", choices=("dumbbell", "shortflows", "twolink"), default="dumbbell")
+    parser.add_argument("--stagger", type=float, default=0.25, help="twolink: seconds between the long flows' starts")
     parser.add_argument("--load", type=float, default=0.5, help="shortflows: offered load")
     parser.add_argument("--drain", type=float, default=20.0, help="shortflows: seconds after the arrivals")
     parser.add_argument("--flows", type=int, default=50)
@@ -206,6 +275,8 @@ def main() -> int:
     seeds = list(range(1, args.seeds + 1))
     if args.scenario == "shortflows":
         return run_shortflows(args, seeds)
+    if args.scenario == "twolink":
+        return run_twolink(args, seeds)
     tables = [FlowTable(np.random.default_rng(s).uniform(0.0, 1.0, args.flows), np.full(args.flows, np.inf),
                         route=np.arange(args.flows)) for s in seeds]
     run, wall = timed(lambda: simulate_exact(network(args.flows), TCP(limited_transmit=False), tables,
