@@ -86,6 +86,14 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
 _CACHE: dict = {}
 
 
+def _forward_filled(values: np.ndarray) -> np.ndarray:
+    """(run, sample, link) with each NaN replaced by the last value before it along the samples."""
+    index = np.where(np.isnan(values), 0, np.arange(values.shape[1])[None, :, None])
+    index = np.maximum.accumulate(index, axis=1)
+    filled = np.take_along_axis(values, index, axis=1)
+    return filled
+
+
 def _compiled(protocol, plan: Plan, duration: float, sample: float, pool: int):
     """The jitted, vmapped run for this protocol and plan (kept, so that JAX reuses its compilation
     for every call of the same shapes; the step and the parameters are arguments)."""
@@ -168,6 +176,10 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
         data[name] = (per, np.asarray(value), {"source": "protocol", "units": "events"})
     for name, value in protocol.observe(out["router"], None).items():
         data[name] = (("run", "link"), np.asarray(value), {"source": "router", "long_name": "at the end of the run"})
+    for name, value in out["observed"].items():
+        data[f"{name}_series"] = (("run", "sample", "link"), _forward_filled(np.asarray(value)[:, :-1]),
+                                  {"source": "router", "long_name": f"{name} after the last router update up to "
+                                   "the end of each sample (NaN: no update yet)"})
     coords = {"seed": ("run", seeds), "flow": np.arange(start.shape[1]), "link": network.link_names,
               "sample_time": ("sample", edges[1:], {"units": "s"})}
     attrs = {"title": "fluidcc packet simulation (exact engine)", "protocol": protocol.name,

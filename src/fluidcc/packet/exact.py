@@ -272,7 +272,9 @@ class ExactProtocol:
     `send` (the packet). Routers (optional; the default has none): `router_init`, `router_next`
     (the next timer of link l), `router_timer` and `router_packet` (a packet reaching link l, with
     whether the link took it; the header it returns is the one the packet leaves with:
-    read and write its header).
+    read and write its header), `observe` (per-link arrays (L,) of the router state to report:
+    at the end of the run, and after each timer as a series over the samples; `params` is None
+    at the end, so take what it needs from the router state).
     """
 
     name = "protocol"
@@ -380,9 +382,12 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                 "packets_sent": jnp.zeros(F, jnp.int32), "acks_received": jnp.zeros(F, jnp.int32),
                 "first_sent": jnp.full(F, jnp.nan), "finish": jnp.full(F, jnp.nan),
                 "last_delivered": jnp.full(F, jnp.nan), "nic_free": jnp.zeros(F), "clock": jnp.full(F, -jnp.inf)}
+    router0 = protocol.router_init(params, L)
+    # what the routers show (`observe`), as each sample's last update leaves it (NaN: none in it)
+    observed = {name: jnp.full((n_bins + 1, L), jnp.nan) for name in protocol.observe(router0, params)}
     carry = {"pool": pool, "free": free, "links": links, "bins": bins, "receivers": receivers,
              "counters": counters, "proto": protocol.init(params, flows, key),
-             "router": protocol.router_init(params, L), "status": jnp.asarray(0, jnp.int32)}
+             "router": router0, "observed": observed, "status": jnp.asarray(0, jnp.int32)}
 
     # ------------------------------------------------------------------ stage 1: senders
     def chunk(key, t1):
@@ -634,6 +639,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                                                            waiting, accept)
             router = jax.tree_util.tree_map(lambda timed, passed: jnp.where(fire, timed, passed),
                                             router_timed, router_passed)
+            b_timer = jnp.where(fire & (timer < end_s), bin_of(timer), n_bins + 1)
+            observed = {name: c["observed"][name].at[b_timer, l].set(value[l], mode="drop")
+                        for name, value in protocol.observe(router_timed, params).items()}
             # where it goes next
             is_ack = (kind == ACK) | (kind == SYNACK)
             path_length = jnp.where(is_ack, reverse_length[f], route_length[f])
@@ -662,7 +670,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             free = c["free"]
             free = {"stack": free["stack"].at[jnp.where(drop, free["top"], P)].set(p, mode="drop"),
                     "top": free["top"] + drop.astype(jnp.int32)}
-            c = {**c, "pool": pool, "links": links, "bins": bins, "router": router, "counters": counters, "free": free}
+            c = {**c, "pool": pool, "links": links, "bins": bins, "router": router, "observed": observed,
+                 "counters": counters, "free": free}
             c = receive(c, p, f, reach, in_time)
             return c, i + on_packet.astype(jnp.int32), key
 
@@ -688,4 +697,5 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     stored = jnp.sum(jnp.where(rx["ooo_s"] < _NONE, rx["ooo_e"] - rx["ooo_s"], 0), axis=1)
     return {**carry["counters"], "in_flight": in_flight, "held": held, "received": rx["rcv_nxt"], "stored": stored,
             "links": carry["links"], "bins": carry["bins"], "protocol": carry["proto"], "router": carry["router"],
+            "observed": carry["observed"],
             "status": carry["status"]}
