@@ -1,0 +1,169 @@
+"""What the explicit-rate senders of the exact engine share (RCP, QCP): the handshake, the RTT
+estimator, the retransmission timer and loss repair by going back; each protocol says when a
+data packet may leave and what header it carries.
+
+**Handshake.** A flow's SYN carries an unlimited rate field; its SYN-ACK brings the smallest
+rate of the routers on the path, and from then on the flow follows the rate its ACKs echo (field
+`rate_field` of the header). A SYN without its SYN-ACK is sent again after the initial RTO (1 s),
+doubling.
+
+**RTT and timer.** RFC 6298's estimator on the echoed send times (the first sample from the
+SYN-ACK); RTO = SRTT + max(1 ms, 4 RTTVAR) within [min_rto, 60 s], doubled on a timeout.
+
+**Loss repair** by going back: on the third duplicate ACK, and on a timeout, the flow resends
+from its first unacknowledged packet; for one smoothed RTT after going back duplicate ACKs are
+not counted (the receiver answers the resent packets it already had with duplicates). A loss does
+not change the rate: the routers set it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+
+from ...errors import ParameterError
+from ..exact import ACK, DATA, SYN, SYNACK, ExactProtocol, Packet
+
+UNLIMITED = 1e12
+MAX_RTO_S = 60.0
+#: The smallest rate a router offers, as a fraction of its capacity.
+MIN_RATE_FRACTION = 1e-4
+
+
+def require_positive(name: str, value, allowed: str) -> None:
+    """A setting that must be a finite number > 0 (else an error naming it)."""
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ParameterError(name, value, allowed)
+
+
+def capacity_at(schedule_s, capacity_pps, link, now):
+    """Link `link`'s capacity (packets/s) at `now`, from its schedule rows (L, S)."""
+    which = jnp.searchsorted(schedule_s[link], now, side="right") - 1
+    return capacity_pps[link, which]
+
+
+class ExplicitRateSender(ExactProtocol):
+    """The sender side of an explicit-rate protocol. Subclasses give `rate_field` (the header field
+    the routers lower to their rate), `pace_time` (the next instant a paced sender sends; inf for
+    none), `may_send` (a data packet may leave now), `data_header` (the header fields of a packet)
+    and `after_send` (their state after sending where `data`); `after_ack` may update their state
+    on an ACK."""
+
+    rate_field = 0
+
+    # ------------------------------------------------------------------------ routers
+    # Explicit-rate routers keep their next update instant in router["next"] and the last one in
+    # router["last"], per link; their params carry the capacity schedule.
+    def router_next(self, router, params, link):
+        return router["next"][link]
+
+    @staticmethod
+    def update_inputs(router, params, link, now):
+        """(the capacity at `now`, packets/s; the time since the last update, s) of link `link`."""
+        capacity = capacity_at(params.schedule_s, params.capacity_pps, link, now)
+        return capacity, jnp.maximum(now - router["last"][link], 1e-12)
+
+    # ------------------------------------------------------------------------ hooks
+    def extra_state(self, n: int) -> dict:
+        return {}
+
+    def pace_time(self, s):
+        return jnp.full(s["phase"].shape, jnp.inf)
+
+    def may_send(self, s, params, flows, now):
+        raise NotImplementedError
+
+    def on_pace(self, s, paced):
+        return s
+
+    def after_ack(self, s, params, now, opened, is_ack, ack):
+        return s
+
+    def data_header(self, s, syn):
+        raise NotImplementedError
+
+    def after_send(self, s, data, now):
+        return s
+
+    # ------------------------------------------------------------------------ the contract
+    def init(self, params, flows, key):
+        n = flows.start.shape[0]
+        zeros = jnp.zeros(n, jnp.int32)
+        return {"phase": zeros, "syn_due": jnp.zeros(n, bool), "syn_at": jnp.full(n, jnp.inf),
+                "syn_wait": jnp.full(n, params.initial_rto), "back_at": jnp.full(n, -jnp.inf),
+                "rate": jnp.zeros(n), "snd_una": zeros, "snd_nxt": zeros, "high_tx": zeros,
+                "recover": zeros, "dupacks": zeros, "srtt": jnp.zeros(n), "rttvar": jnp.zeros(n),
+                "rto": jnp.full(n, params.initial_rto), "timer": jnp.full(n, jnp.inf), "timeouts": zeros,
+                "goes_back": zeros, **self.extra_state(n)}
+
+    def report(self, state):
+        return {"timeouts": state["timeouts"], "goes_back": state["goes_back"]}
+
+    def next_time(self, s, params, flows):
+        starting = jnp.where((s["phase"] == 0) & ~s["syn_due"] & (flows.start < flows.stop), flows.start, jnp.inf)
+        starting = jnp.minimum(starting, jnp.where((s["phase"] == 1) & ~s["syn_due"], s["syn_at"], jnp.inf))
+        pace = jnp.where(s["phase"] == 2, self.pace_time(s), jnp.inf)
+        rto = jnp.where(s["phase"] == 2, s["timer"], jnp.inf)
+        return jnp.minimum(starting, jnp.minimum(pace, rto))
+
+    def on_time(self, s, params, flows, now, mask):
+        start = mask & (s["phase"] <= 1) & ~s["syn_due"]
+        again = start & (s["phase"] == 1)
+        expired = mask & (s["phase"] == 2) & (now >= s["timer"])
+        timeout = expired & (s["high_tx"] > s["snd_una"])
+        paced = mask & (s["phase"] == 2) & ~expired & (now >= self.pace_time(s))
+        rto = jnp.where(timeout, jnp.minimum(2.0 * s["rto"], MAX_RTO_S), s["rto"])
+        s = {**s, "phase": jnp.where(start, 1, s["phase"]), "syn_due": s["syn_due"] | start,
+             "syn_wait": jnp.where(again, 2.0 * s["syn_wait"], s["syn_wait"]),
+             "syn_at": jnp.where(start, jnp.inf, s["syn_at"]), "back_at": jnp.where(timeout, now, s["back_at"]),
+             "snd_nxt": jnp.where(timeout, s["snd_una"], s["snd_nxt"]),
+             "recover": jnp.where(timeout, s["high_tx"], s["recover"]), "rto": rto,
+             "timer": jnp.where(expired, jnp.where(timeout, now + rto, jnp.inf), s["timer"]),
+             "timeouts": s["timeouts"] + timeout}
+        return self.on_pace(s, paced)
+
+    def on_ack(self, s, params, flows, now, mask, ack):
+        opened = mask & (ack.kind == SYNACK) & (s["phase"] == 1)
+        is_ack = mask & (ack.kind == ACK) & (s["phase"] == 2)
+        sample = now - ack.echo
+        more = is_ack & (ack.ack_no > s["snd_una"])
+        srtt = jnp.where(opened, sample, jnp.where(more, s["srtt"] + (sample - s["srtt"]) / 8.0, s["srtt"]))
+        rttvar = jnp.where(opened, sample / 2.0,
+                           jnp.where(more, s["rttvar"] + (jnp.abs(sample - s["srtt"]) - s["rttvar"]) / 4.0, s["rttvar"]))
+        rto = jnp.where(opened | more, jnp.clip(srtt + jnp.maximum(0.001, 4.0 * rttvar), params.min_rto, MAX_RTO_S),
+                        s["rto"])
+        rate = jnp.where(opened | is_ack, ack.header[:, self.rate_field], s["rate"])
+        settled = now >= s["back_at"] + s["srtt"]  # the resent packets' duplicates are back
+        dup = is_ack & (ack.ack_no == s["snd_una"]) & (s["high_tx"] > s["snd_una"]) & settled
+        dupacks = jnp.where(more, 0, jnp.where(dup, s["dupacks"] + 1, s["dupacks"]))
+        back = dup & (dupacks == 3) & (s["snd_una"] >= s["recover"])
+        snd_una = jnp.where(more, ack.ack_no, s["snd_una"])
+        snd_nxt = jnp.where(back, snd_una, jnp.maximum(s["snd_nxt"], snd_una))
+        timer = jnp.where(more | back, jnp.where(s["high_tx"] > snd_una, now + rto, jnp.inf), s["timer"])
+        s = {**s, "phase": jnp.where(opened, 2, s["phase"]), "syn_at": jnp.where(opened, jnp.inf, s["syn_at"]),
+             "back_at": jnp.where(back, now, s["back_at"]), "rate": rate, "srtt": srtt, "rttvar": rttvar,
+             "rto": rto, "snd_una": snd_una, "snd_nxt": snd_nxt, "dupacks": dupacks,
+             "recover": jnp.where(back, s["high_tx"], s["recover"]), "timer": timer,
+             "goes_back": s["goes_back"] + back}
+        return self.after_ack(s, params, now, opened, is_ack, ack)
+
+    def ready(self, s, params, flows, now):
+        data = (s["phase"] == 2) & (s["snd_nxt"] < flows.size) & (now < flows.stop)
+        return s["syn_due"] | (data & self.may_send(s, params, flows, now))
+
+    def send(self, s, params, flows, now, mask):
+        syn = mask & s["syn_due"]
+        data = mask & ~syn
+        seq = s["snd_nxt"]
+        snd_nxt = seq + data
+        header = self.data_header(s, syn)
+        packet = Packet(kind=jnp.where(syn, SYN, DATA).astype(jnp.int32), seq=seq.astype(jnp.int32), header=header)
+        s = {**s, "syn_due": s["syn_due"] & ~syn, "syn_at": jnp.where(syn, now + s["syn_wait"], s["syn_at"]),
+             "snd_nxt": snd_nxt, "high_tx": jnp.maximum(s["high_tx"], snd_nxt),
+             "timer": jnp.where(data & jnp.isinf(s["timer"]), now + s["rto"], s["timer"])}
+        return self.after_send(s, data, now), packet
+
+
+__all__ = ["ACK", "DATA", "MIN_RATE_FRACTION", "SYN", "SYNACK", "UNLIMITED", "ExplicitRateSender", "capacity_at",
+           "require_positive"]
