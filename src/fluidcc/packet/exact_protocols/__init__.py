@@ -2,8 +2,9 @@
 handle each ACK and timer at its own instant, and routers that see each packet."""
 
 from .open_loop import OpenLoop as OpenLoop
+from .qcp import QCP as QCP
 from .rcp import RCP as RCP
 from .tcp import TCP as TCP
 
 
-__all__ = ["OpenLoop", "RCP", "TCP"]
+__all__ = ["OpenLoop", "QCP", "RCP", "TCP"]

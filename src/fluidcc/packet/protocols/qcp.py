@@ -34,6 +34,8 @@ whole bandwidth-delay product every interval, and eq. (12) counts flows as fract
 R(t - d) has just jumped, so R swings between C and a few percent of it (measured: 4 flows on
 1000 packets/s, RTPD 100 ms). The fluid model `fluidcc.models.QCPNetwork` relaxes log R over an
 interval instead, and settles; which reading the paper's ns-2 code used is not settled here.
+The exact engine's QCP (`fluidcc.packet.exact_protocols.QCP`) names the cause and settles with a
+router gain of 1/4.
 """
 
 from __future__ import annotations
