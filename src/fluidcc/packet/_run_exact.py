@@ -90,8 +90,7 @@ def _forward_filled(values: np.ndarray) -> np.ndarray:
     """(run, sample, link) with each NaN replaced by the last value before it along the samples."""
     index = np.where(np.isnan(values), 0, np.arange(values.shape[1])[None, :, None])
     index = np.maximum.accumulate(index, axis=1)
-    filled = np.take_along_axis(values, index, axis=1)
-    return filled
+    return np.take_along_axis(values, index, axis=1)
 
 
 def _compiled(protocol, plan: Plan, duration: float, sample: float, pool: int):

@@ -37,6 +37,19 @@ def require_positive(name: str, value, allowed: str) -> None:
         raise ParameterError(name, value, allowed)
 
 
+def require_fraction(name: str, value, allowed: str) -> None:
+    """A setting that must be a number in (0, 1] (else an error naming it)."""
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 < value <= 1):
+        raise ParameterError(name, value, allowed)
+
+
+def shared_params(plan, min_rto_s: float) -> dict:
+    """The parameters every explicit-rate protocol's params carry: the links' capacity schedules
+    (schedule_s (L, S), capacity_pps (L, S)) and the sources' minimum and initial RTO (s)."""
+    return {"schedule_s": jnp.asarray(plan.schedule_s), "capacity_pps": jnp.asarray(plan.capacity_Bps / plan.data_bytes),
+            "min_rto": jnp.asarray(float(min_rto_s)), "initial_rto": jnp.asarray(max(1.0, min_rto_s))}
+
+
 def capacity_at(schedule_s, capacity_pps, link, now):
     """Link `link`'s capacity (packets/s) at `now`, from its schedule rows (L, S)."""
     which = jnp.searchsorted(schedule_s[link], now, side="right") - 1
@@ -63,6 +76,13 @@ class ExplicitRateSender(ExactProtocol):
         """(the capacity at `now`, packets/s; the time since the last update, s) of link `link`."""
         capacity = capacity_at(params.schedule_s, params.capacity_pps, link, now)
         return capacity, jnp.maximum(now - router["last"][link], 1e-12)
+
+    def lowered(self, header, rate, kind, accepted):
+        """The header a data packet or SYN the link took leaves with: its rate field lowered to
+        `rate` if that is smaller (other packets: unchanged)."""
+        stamp = accepted & ((kind == DATA) | (kind == SYN))
+        field = self.rate_field
+        return jnp.where(stamp, header.at[field].set(jnp.minimum(header[field], rate)), header)
 
     # ------------------------------------------------------------------------ hooks
     def extra_state(self, n: int) -> dict:
@@ -166,4 +186,4 @@ class ExplicitRateSender(ExactProtocol):
 
 
 __all__ = ["ACK", "DATA", "MIN_RATE_FRACTION", "SYN", "SYNACK", "UNLIMITED", "ExplicitRateSender", "capacity_at",
-           "require_positive"]
+           "require_fraction", "require_positive", "shared_params"]

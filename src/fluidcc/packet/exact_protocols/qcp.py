@@ -56,9 +56,10 @@ import numpy as np
 
 from ...errors import ParameterError
 from ..engine import link_mean_rtt
-from ..exact import DATA, SYN
+from ..exact import DATA
 from ..protocols._fields import FieldSettings
-from ._explicit import MIN_RATE_FRACTION, UNLIMITED, ExplicitRateSender, require_positive
+from ._explicit import (MIN_RATE_FRACTION, UNLIMITED, ExplicitRateSender, require_fraction, require_positive,
+                        shared_params)
 
 VARIANTS = ("exact", "simplified")
 #: The default gain: the largest with which the count loop does not oscillate (module docstring).
@@ -100,8 +101,7 @@ class QCP(ExplicitRateSender, FieldSettings):
         require_positive("min_rto", self.min_rto_s, "a minimum RTO > 0 s")
         if self.interval_s is not None:
             require_positive("interval", self.interval_s, "a control interval > 0 s (or None: the mean RTT)")
-        if isinstance(self.gain, bool) or not (isinstance(self.gain, (int, float)) and 0 < self.gain <= 1):
-            raise ParameterError("gain", self.gain, "a gain in (0, 1] (1: the rate jumps to eq. (4)'s value)")
+        require_fraction("gain", self.gain, "a gain in (0, 1] (1: the rate jumps to eq. (4)'s value)")
         if self.variant not in VARIANTS:
             raise ParameterError("variant", self.variant, f"one of {', '.join(VARIANTS)}")
 
@@ -111,10 +111,8 @@ class QCP(ExplicitRateSender, FieldSettings):
         else:
             d = np.full(network.n_links, float(self.interval_s))
         return QCPParams(alpha=jnp.asarray(float(self.alpha)), beta=jnp.asarray(float(self.beta)),
-                         interval=jnp.asarray(d), schedule_s=jnp.asarray(plan.schedule_s),
-                         capacity_pps=jnp.asarray(plan.capacity_Bps / plan.data_bytes),
-                         min_rto=jnp.asarray(float(self.min_rto_s)), initial_rto=jnp.asarray(max(1.0, self.min_rto_s)),
-                         gain=jnp.asarray(float(self.gain)))
+                         interval=jnp.asarray(d), gain=jnp.asarray(float(self.gain)),
+                         **shared_params(plan, self.min_rto_s))
 
     # ------------------------------------------------------------------------ routers
     def router_init(self, params: QCPParams, n_links: int):
@@ -140,10 +138,8 @@ class QCP(ExplicitRateSender, FieldSettings):
             counted = jnp.where(header[FIRST_RTT] > 0, header[SIGMA], jnp.minimum(header[SIGMA], 1.0 / in_force))
         else:  # eq. (13)
             counted = 1.0 / in_force
-        data = kind == DATA
-        stamp = accepted & (data | (kind == SYN))
-        stamped = jnp.where(stamp, header.at[RATE].set(jnp.minimum(header[RATE], in_force)), header)
-        return {**router, "sum": router["sum"].at[link].add(jnp.where(data, counted, 0.0)),
+        stamped = self.lowered(header, in_force, kind, accepted)
+        return {**router, "sum": router["sum"].at[link].add(jnp.where(kind == DATA, counted, 0.0)),
                 "queue": router["queue"].at[link].min(waiting)}, stamped
 
     def observe(self, router, params):

@@ -26,11 +26,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...errors import ParameterError
 from ..engine import link_mean_rtt
 from ..exact import DATA, SYN
 from ..protocols._fields import FieldSettings
-from ._explicit import MIN_RATE_FRACTION, UNLIMITED, ExplicitRateSender, require_positive
+from ._explicit import (MIN_RATE_FRACTION, UNLIMITED, ExplicitRateSender, require_fraction, require_positive,
+                        shared_params)
 
 
 class RCPParams(NamedTuple):
@@ -62,16 +62,13 @@ class RCP(ExplicitRateSender, FieldSettings):
         require_positive("beta", self.beta, "a gain > 0")
         require_positive("tau", self.tau_s, "a control interval > 0 s")
         require_positive("min_rto", self.min_rto_s, "a minimum RTO > 0 s")
-        if isinstance(self.rtt_gain, bool) or not (isinstance(self.rtt_gain, (int, float)) and 0 < self.rtt_gain <= 1):
-            raise ParameterError("rtt_gain", self.rtt_gain, "a gain in (0, 1]")
+        require_fraction("rtt_gain", self.rtt_gain, "a gain in (0, 1]")
 
     def params(self, network, plan, tables) -> RCPParams:
         return RCPParams(alpha=jnp.asarray(float(self.alpha)), beta=jnp.asarray(float(self.beta)),
                          tau=jnp.asarray(float(self.tau_s)), rtt_gain=jnp.asarray(float(self.rtt_gain)),
-                         schedule_s=jnp.asarray(plan.schedule_s),
-                         capacity_pps=jnp.asarray(plan.capacity_Bps / plan.data_bytes),
                          initial_d0=jnp.asarray(np.maximum(link_mean_rtt(network), 1e-6)),
-                         min_rto=jnp.asarray(float(self.min_rto_s)), initial_rto=jnp.asarray(max(1.0, self.min_rto_s)))
+                         **shared_params(plan, self.min_rto_s))
 
     # ------------------------------------------------------------------------ routers
     def router_init(self, params: RCPParams, n_links: int):
@@ -94,7 +91,7 @@ class RCP(ExplicitRateSender, FieldSettings):
         sample = accepted & (kind == DATA) & (header[1] > 0)
         d0 = router["d0"][link]
         d0 = jnp.where(sample, d0 + params.rtt_gain * (header[1] - d0), d0)
-        stamped = jnp.where(data & accepted, header.at[0].set(jnp.minimum(header[0], router["rate"][link])), header)
+        stamped = self.lowered(header, router["rate"][link], kind, accepted)
         return {**router, "count": count, "d0": router["d0"].at[link].set(d0)}, stamped
 
     def observe(self, router, params):
