@@ -46,3 +46,17 @@ def test_rcp_settings_are_checked():
     for key, bad in (("alpha", 0.0), ("tau_s", -1.0), ("rtt_gain", 1.5), ("min_rto_s", float("nan"))):
         with pytest.raises(ParameterError):
             RCP(**{key: bad})
+
+
+def test_one_loss_is_repaired_once():
+    """A capacity dip of 12 ms drops one packet of a lone RCP flow. It goes back once: the copies it
+    resends that the receiver already had come back as duplicate ACKs, which must not count as a new
+    loss (they did, before the sender counted its copies: a second going back, measured)."""
+    network = Network((Link("l", 1000.0, 0.05, buffer_packets=5, schedule=((3.0, 500.0), (3.012, 1000.0))),),
+                      (Flow("f", ("l",)),))
+    run = simulate_exact(network, RCP(), FlowTable(np.array([0.0]), np.array([np.inf])), duration_s=8.0).isel(run=0, flow=0)
+    assert int(run.dropped) == 1 and int(run.timeouts) == 0
+    assert int(run.goes_back) == 1
+    # what it resent that the receiver had: less than one window (rate x RTT, about 100 packets)
+    assert 0 < int(run.duplicates) < 100
+    assert int(run.received) + int(run.duplicates) == int(run.delivered)

@@ -11,9 +11,12 @@ doubling.
 SYN-ACK); RTO = SRTT + max(1 ms, 4 RTTVAR) within [min_rto, 60 s], doubled on a timeout.
 
 **Loss repair** by going back: on the third duplicate ACK, and on a timeout, the flow resends
-from its first unacknowledged packet; for one smoothed RTT after going back duplicate ACKs are
-not counted (the receiver answers the resent packets it already had with duplicates). A loss does
-not change the rate: the routers set it.
+from its first unacknowledged packet, at most once per window (not again before the packets sent
+up to then are acknowledged). The receiver answers the resent packets it already had with
+duplicate ACKs, which are not a loss: when the repair's ACK jumps from `una` to `A`, the copies
+sent after the repair and below `A` (`min(snd_nxt, A) - una - 1` of them, behind it on the same
+FIFO path) are counted, and as many duplicate ACKs are ignored. A loss does not change the rate:
+the routers set it.
 """
 
 from __future__ import annotations
@@ -111,9 +114,9 @@ class ExplicitRateSender(ExactProtocol):
         n = flows.start.shape[0]
         zeros = jnp.zeros(n, jnp.int32)
         return {"phase": zeros, "syn_due": jnp.zeros(n, bool), "syn_at": jnp.full(n, jnp.inf),
-                "syn_wait": jnp.full(n, params.initial_rto), "back_at": jnp.full(n, -jnp.inf),
+                "syn_wait": jnp.full(n, params.initial_rto),
                 "rate": jnp.zeros(n), "snd_una": zeros, "snd_nxt": zeros, "high_tx": zeros,
-                "recover": zeros, "dupacks": zeros, "srtt": jnp.zeros(n), "rttvar": jnp.zeros(n),
+                "recover": zeros, "dupacks": zeros, "copies": zeros, "srtt": jnp.zeros(n), "rttvar": jnp.zeros(n),
                 "rto": jnp.full(n, params.initial_rto), "timer": jnp.full(n, jnp.inf), "timeouts": zeros,
                 "goes_back": zeros, **self.extra_state(n)}
 
@@ -136,7 +139,7 @@ class ExplicitRateSender(ExactProtocol):
         rto = jnp.where(timeout, jnp.minimum(2.0 * s["rto"], MAX_RTO_S), s["rto"])
         s = {**s, "phase": jnp.where(start, 1, s["phase"]), "syn_due": s["syn_due"] | start,
              "syn_wait": jnp.where(again, 2.0 * s["syn_wait"], s["syn_wait"]),
-             "syn_at": jnp.where(start, jnp.inf, s["syn_at"]), "back_at": jnp.where(timeout, now, s["back_at"]),
+             "syn_at": jnp.where(start, jnp.inf, s["syn_at"]),
              "snd_nxt": jnp.where(timeout, s["snd_una"], s["snd_nxt"]),
              "recover": jnp.where(timeout, s["high_tx"], s["recover"]), "rto": rto,
              "timer": jnp.where(expired, jnp.where(timeout, now + rto, jnp.inf), s["timer"]),
@@ -154,16 +157,22 @@ class ExplicitRateSender(ExactProtocol):
         rto = jnp.where(opened | more, jnp.clip(srtt + jnp.maximum(0.001, 4.0 * rttvar), params.min_rto, MAX_RTO_S),
                         s["rto"])
         rate = jnp.where(opened | is_ack, ack.header[:, self.rate_field], s["rate"])
-        settled = now >= s["back_at"] + s["srtt"]  # the resent packets' duplicates are back
-        dup = is_ack & (ack.ack_no == s["snd_una"]) & (s["high_tx"] > s["snd_una"]) & settled
+        # a repair's ACK: the copies sent behind it that the receiver already has will come back
+        # as duplicates (see the module's docstring)
+        repaired = more & (s["snd_una"] < s["recover"])
+        copies = jnp.maximum(jnp.minimum(s["snd_nxt"], ack.ack_no) - s["snd_una"] - 1, 0)
+        same = is_ack & (ack.ack_no == s["snd_una"])
+        echoed = same & (s["copies"] > 0)  # a copy's duplicate
+        dup = same & ~echoed & (s["high_tx"] > s["snd_una"])
+        copies = jnp.where(repaired, copies, jnp.where(more, 0, s["copies"] - echoed))
         dupacks = jnp.where(more, 0, jnp.where(dup, s["dupacks"] + 1, s["dupacks"]))
         back = dup & (dupacks == 3) & (s["snd_una"] >= s["recover"])
         snd_una = jnp.where(more, ack.ack_no, s["snd_una"])
         snd_nxt = jnp.where(back, snd_una, jnp.maximum(s["snd_nxt"], snd_una))
         timer = jnp.where(more | back, jnp.where(s["high_tx"] > snd_una, now + rto, jnp.inf), s["timer"])
         s = {**s, "phase": jnp.where(opened, 2, s["phase"]), "syn_at": jnp.where(opened, jnp.inf, s["syn_at"]),
-             "back_at": jnp.where(back, now, s["back_at"]), "rate": rate, "srtt": srtt, "rttvar": rttvar,
-             "rto": rto, "snd_una": snd_una, "snd_nxt": snd_nxt, "dupacks": dupacks,
+             "rate": rate, "srtt": srtt, "rttvar": rttvar,
+             "rto": rto, "snd_una": snd_una, "snd_nxt": snd_nxt, "dupacks": dupacks, "copies": copies,
              "recover": jnp.where(back, s["high_tx"], s["recover"]), "timer": timer,
              "goes_back": s["goes_back"] + back}
         return self.after_ack(s, params, now, opened, is_ack, ack)
