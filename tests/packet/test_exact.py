@@ -3,8 +3,11 @@ match queueing theory, headers, capacity schedules, two-way traffic, and its err
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -113,3 +116,18 @@ def test_a_full_pool_is_a_status_not_a_crash():
     run = simulate_exact(dumbbell(2), TCP(initial_window=8), duration_s=0.3, pool_size=4).isel(run=0)
     assert int(run.status) == 1 and "pool" in str(run.message.values)
     assert int(run.sent.sum()) > 0  # what ran until then is kept
+
+
+def test_the_engine_state_is_a_typed_pytree():
+    """The engine carries records with named fields (JAX pytrees), not dicts: they flatten by name,
+    pass through jit as their own type, and `replace` leaves the original unchanged."""
+    from fluidcc.packet.exact import EngineState, PacketPool
+
+    pool = PacketPool(*(jnp.zeros(3) for _ in range(8)))
+    leaves = jax.tree_util.tree_flatten_with_path(pool)[0]
+    assert [jax.tree_util.keystr(path) for path, _ in leaves] == [
+        ".time", ".place", ".flow", ".hop", ".kind", ".seq", ".sent", ".header"]
+    moved = jax.jit(lambda p: p.replace(seq=p.seq + 1))(pool)
+    assert isinstance(moved, PacketPool) and float(moved.seq[0]) == 1.0 and float(pool.seq[0]) == 0.0
+    assert [f.name for f in dataclasses.fields(EngineState)] == [
+        "pool", "free", "links", "bins", "receivers", "counters", "proto", "router", "observed", "status"]

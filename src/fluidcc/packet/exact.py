@@ -39,6 +39,7 @@ message (`STATUS`), and its counts up to then.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -160,17 +161,13 @@ class Plan:
 
 def _schedule(network: Network, l: int) -> tuple[np.ndarray, np.ndarray]:
     """(times from which, capacities in packets/s) of link l; a link without a schedule: one entry."""
-    if hasattr(network, "capacity_schedule"):
-        t, c = network.capacity_schedule(l)
-        return np.asarray(t, dtype=np.float64), np.asarray(c, dtype=np.float64)
-    return np.zeros(1), np.array([float(network.capacities_pps[l])])
+    t, c = network.capacity_schedule(l)
+    return np.asarray(t, dtype=np.float64), np.asarray(c, dtype=np.float64)
 
 
 def _reverse_route(network: Network, i: int):
     """Link indices of flow i's ACK path, or None for a fixed-delay path."""
-    if hasattr(network, "reverse_route_indices"):
-        return network.reverse_route_indices(i)
-    return None
+    return network.reverse_route_indices(i)
 
 
 def _link_order(network: Network, routes, reverses, access, back) -> tuple[list[int], float, Hop]:
@@ -332,6 +329,114 @@ class Flows(NamedTuple):
     size: jax.Array
 
 
+# ------------------------------------------------------------------------------- engine state
+class _Record:
+    """A frozen record of arrays (a JAX pytree): `replace` returns a copy with some fields changed."""
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class PacketPool(_Record):
+    """Every data packet, SYN and ACK of a run, one slot each (P slots).
+
+    time: when it reaches its next place (s; inf: not before the end). place: a link index, L (the
+    sender, for ACKs), L + 1 (at the receiver, parked after the end) or FREE. flow, hop (index on
+    its route or reverse route), kind (DATA, ACK, SYN, SYNACK), seq (data: its sequence number;
+    ACKs: the cumulative ACK), sent (data: send time; ACKs: the echoed timestamp), header (P, K)."""
+
+    time: jax.Array
+    place: jax.Array
+    flow: jax.Array
+    hop: jax.Array
+    kind: jax.Array
+    seq: jax.Array
+    sent: jax.Array
+    header: jax.Array
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class FreeSlots(_Record):
+    """The free pool slots: a stack (`stack[:top]`)."""
+
+    stack: jax.Array
+    top: jax.Array
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class LinkState(_Record):
+    """Per link (L): when its server is next free (s), the service start times of its last R
+    admitted packets (a ring: the queue at any instant), counts of packets that arrived, were
+    accepted (data and ACKs), dropped, data accepted, and its busy time (s)."""
+
+    free_at: jax.Array
+    ring: jax.Array
+    accepted: jax.Array
+    arrived: jax.Array
+    dropped: jax.Array
+    data_accepted: jax.Array
+    busy_s: jax.Array
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Receivers(_Record):
+    """Per flow (F): the next sequence number expected, the echoed timestamp (RFC 7323's
+    TS.Recent) and the out-of-order ranges held ([ooo_s, ooo_e), OOO_RANGES per flow)."""
+
+    rcv_nxt: jax.Array
+    ts_recent: jax.Array
+    ooo_s: jax.Array
+    ooo_e: jax.Array
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class FlowCounters(_Record):
+    """Per flow (F): what the engine counts (the run's per-flow outputs, `simulate_exact`), when
+    its interface is next free (nic_free, s) and its sender's clock (the instant it has reached)."""
+
+    sent: jax.Array
+    delivered: jax.Array
+    dropped: jax.Array
+    duplicates: jax.Array
+    discarded: jax.Array
+    control_dropped: jax.Array
+    packets_sent: jax.Array
+    acks_received: jax.Array
+    first_sent: jax.Array
+    finish: jax.Array
+    last_delivered: jax.Array
+    nic_free: jax.Array
+    clock: jax.Array
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class EngineState(_Record):
+    """The whole state of one run, carried from step to step. bins and observed are dicts of
+    series over the samples (keyed by the output names); proto and router belong to the protocol
+    (pytrees of its choosing); status is the run's code (`STATUS`)."""
+
+    pool: PacketPool
+    free: FreeSlots
+    links: LinkState
+    bins: dict
+    receivers: Receivers
+    counters: FlowCounters
+    proto: Any
+    router: Any
+    observed: dict
+    status: jax.Array
+
+
 # ------------------------------------------------------------------------------- the engine
 def pool_size_for(plan: Plan, flows_width: int) -> int:
     """A pool large enough for the packets and ACKs a run can have in flight: per link its buffer
@@ -364,30 +469,30 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         return jnp.where(t < end_s, jnp.clip(jnp.floor(t / sample_s).astype(jnp.int32), 0, n_bins - 1), n_bins)
 
     # ------------------------------------------------------------------ state
-    pool = {"time": jnp.full(P, jnp.inf), "at": jnp.full(P, FREE, jnp.int32), "flow": jnp.zeros(P, jnp.int32),
-            "hop": jnp.zeros(P, jnp.int32), "kind": jnp.zeros(P, jnp.int32), "seq": jnp.zeros(P, jnp.int32),
-            "sent": jnp.zeros(P), "header": jnp.zeros((P, K))}
-    free = {"stack": jnp.arange(P, dtype=jnp.int32)[::-1], "top": jnp.asarray(P, jnp.int32)}
-    links = {"free_at": jnp.zeros(L), "ring": jnp.zeros((L, R)), "accepted": jnp.zeros(L, jnp.int32),
-             "arrived": jnp.zeros(L, jnp.int32), "dropped": jnp.zeros(L, jnp.int32),
-             "data_accepted": jnp.zeros(L, jnp.int32), "busy_s": jnp.zeros(L)}
+    pool = PacketPool(time=jnp.full(P, jnp.inf), place=jnp.full(P, FREE, jnp.int32), flow=jnp.zeros(P, jnp.int32),
+                      hop=jnp.zeros(P, jnp.int32), kind=jnp.zeros(P, jnp.int32), seq=jnp.zeros(P, jnp.int32),
+                      sent=jnp.zeros(P), header=jnp.zeros((P, K)))
+    free = FreeSlots(stack=jnp.arange(P, dtype=jnp.int32)[::-1], top=jnp.asarray(P, jnp.int32))
+    links = LinkState(free_at=jnp.zeros(L), ring=jnp.zeros((L, R)), accepted=jnp.zeros(L, jnp.int32),
+                      arrived=jnp.zeros(L, jnp.int32), dropped=jnp.zeros(L, jnp.int32),
+                      data_accepted=jnp.zeros(L, jnp.int32), busy_s=jnp.zeros(L))
     bins = {name: jnp.zeros((n_bins + 1, L)) for name in
             ("arrived", "accepted", "dropped", "served_bytes", "wait_in_n", "wait_in_sum", "wait_out_n",
              "wait_out_sum")}
-    receivers = {"rcv_nxt": jnp.zeros(F, jnp.int32), "ts_recent": jnp.zeros(F), "ooo_s": jnp.full((F, OOO_RANGES), _NONE, jnp.int32),
-                 "ooo_e": jnp.full((F, OOO_RANGES), _NONE, jnp.int32)}
-    counters = {"sent": jnp.zeros(F, jnp.int32), "delivered": jnp.zeros(F, jnp.int32),
-                "dropped": jnp.zeros(F, jnp.int32), "duplicates": jnp.zeros(F, jnp.int32),
-                "discarded": jnp.zeros(F, jnp.int32), "control_dropped": jnp.zeros(F, jnp.int32),
-                "packets_sent": jnp.zeros(F, jnp.int32), "acks_received": jnp.zeros(F, jnp.int32),
-                "first_sent": jnp.full(F, jnp.nan), "finish": jnp.full(F, jnp.nan),
-                "last_delivered": jnp.full(F, jnp.nan), "nic_free": jnp.zeros(F), "clock": jnp.full(F, -jnp.inf)}
+    receivers = Receivers(rcv_nxt=jnp.zeros(F, jnp.int32), ts_recent=jnp.zeros(F),
+                          ooo_s=jnp.full((F, OOO_RANGES), _NONE, jnp.int32),
+                          ooo_e=jnp.full((F, OOO_RANGES), _NONE, jnp.int32))
+    zeros = jnp.zeros(F, jnp.int32)
+    counters = FlowCounters(sent=zeros, delivered=zeros, dropped=zeros, duplicates=zeros, discarded=zeros,
+                            control_dropped=zeros, packets_sent=zeros, acks_received=zeros,
+                            first_sent=jnp.full(F, jnp.nan), finish=jnp.full(F, jnp.nan),
+                            last_delivered=jnp.full(F, jnp.nan), nic_free=jnp.zeros(F), clock=jnp.full(F, -jnp.inf))
     router0 = protocol.router_init(params, L)
     # what the routers show (`observe`), as each sample's last update leaves it (NaN: none in it)
     observed = {name: jnp.full((n_bins + 1, L), jnp.nan) for name in protocol.observe(router0, params)}
-    carry = {"pool": pool, "free": free, "links": links, "bins": bins, "receivers": receivers,
-             "counters": counters, "proto": protocol.init(params, flows, key),
-             "router": router0, "observed": observed, "status": jnp.asarray(0, jnp.int32)}
+    carry = EngineState(pool=pool, free=free, links=links, bins=bins, receivers=receivers, counters=counters,
+                        proto=protocol.init(params, flows, key), router=router0, observed=observed,
+                        status=jnp.asarray(0, jnp.int32))
 
     # ------------------------------------------------------------------ stage 1: senders
     def chunk(key, t1):
@@ -414,22 +519,22 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         """Each flow takes its ACKs and its own events in time order (ACKs by (time, kind, seq)) and
         sends at those instants; chunk by chunk of the step's ACKs."""
         def more_work(c):
-            pool = c["pool"]
-            acks = jnp.any((pool["at"] == L) & (pool["time"] < t1))
-            own = jnp.any(protocol.next_time(c["proto"], params, flows) < t1)
-            ready = jnp.any(protocol.ready(c["proto"], params, flows, c["counters"]["clock"])
-                            & (c["counters"]["clock"] < t1))
-            return (acks | own | ready) & (c["status"] == 0)
+            pool = c.pool
+            acks = jnp.any((pool.place == L) & (pool.time < t1))
+            own = jnp.any(protocol.next_time(c.proto, params, flows) < t1)
+            ready = jnp.any(protocol.ready(c.proto, params, flows, c.counters.clock)
+                            & (c.counters.clock < t1))
+            return (acks | own | ready) & (c.status == 0)
 
         def round_(c):
-            pool = c["pool"]
-            key_all = jnp.where((pool["at"] == L) & (pool["time"] < t1), pool["time"], jnp.inf)
+            pool = c.pool
+            key_all = jnp.where((pool.place == L) & (pool.time < t1), pool.time, jnp.inf)
             theta, idx, _, stuck = chunk(key_all, t1)
-            c = {**c, "status": jnp.where(stuck, 3, c["status"])}
+            c = c.replace(status=jnp.where(stuck, 3, c.status))
             key0 = jnp.take(key_all, idx, mode="fill", fill_value=jnp.inf)
-            flow_c = jnp.take(pool["flow"], idx, mode="fill", fill_value=F)
-            tie = (jnp.take(pool["kind"], idx, mode="fill", fill_value=0).astype(jnp.int64) * (1 << 32)
-                   + jnp.take(pool["seq"], idx, mode="fill", fill_value=0))
+            flow_c = jnp.take(pool.flow, idx, mode="fill", fill_value=F)
+            tie = (jnp.take(pool.kind, idx, mode="fill", fill_value=0).astype(jnp.int64) * (1 << 32)
+                   + jnp.take(pool.seq, idx, mode="fill", fill_value=0))
             # one sort of the chunk by (flow, time, kind, seq); each flow then walks its own run
             flow_s, key_s, _, idx_s = jax.lax.sort((flow_c, key0, tie, idx), num_keys=3)
             begin = jnp.searchsorted(flow_s, rows, side="left").astype(jnp.int32)
@@ -442,20 +547,20 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         def action_time(c, pointer):
             at = jnp.minimum(begin + pointer, S - 1)
             ack_t = jnp.where(pointer < count, key_s[at], jnp.inf)
-            own_t = protocol.next_time(c["proto"], params, flows)
+            own_t = protocol.next_time(c.proto, params, flows)
             return pointer, idx_s[at], ack_t, own_t
 
         def cond(loop):
             c, pointer, now, iterations = loop
             _, _, ack_t, own_t = action_time(c, pointer)
-            ready = protocol.ready(c["proto"], params, flows, now) & (now < t1)
+            ready = protocol.ready(c.proto, params, flows, now) & (now < t1)
             more = ready | (jnp.minimum(ack_t, own_t) < t1)
-            return jnp.any(more) & (c["status"] == 0)
+            return jnp.any(more) & (c.status == 0)
 
         def body(loop):
             c, pointer, now, iterations = loop
             _, idx, ack_t, own_t = action_time(c, pointer)
-            proto = c["proto"]
+            proto = c.proto
             ready = protocol.ready(proto, params, flows, now) & (now < t1)
             # a flow sends what it may at the current instant before it moves on to its next event
             event_t = jnp.minimum(ack_t, own_t)
@@ -463,18 +568,18 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             take_ack = act & (ack_t <= own_t)
             take_own = act & ~take_ack
             now = jnp.where(act, event_t, now)
-            pool = c["pool"]
-            ack = Ack(kind=pool["kind"][idx], ack_no=pool["seq"][idx], echo=pool["sent"][idx],
-                      header=pool["header"][idx])
+            pool = c.pool
+            ack = Ack(kind=pool.kind[idx], ack_no=pool.seq[idx], echo=pool.sent[idx],
+                      header=pool.header[idx])
             proto = protocol.on_ack(proto, params, flows, now, take_ack, ack)
             proto = protocol.on_time(proto, params, flows, now, take_own)
             # the ACKs taken leave the pool
-            free_stack, top = c["free"]["stack"], c["free"]["top"]
+            free_stack, top = c.free.stack, c.free.top
             rank = jnp.cumsum(take_ack) - take_ack
             free_stack = free_stack.at[jnp.where(take_ack, top + rank, P)].set(idx, mode="drop")
             top = top + jnp.sum(take_ack, dtype=jnp.int32)
-            pool = {**pool, "at": pool["at"].at[jnp.where(take_ack, idx, P)].set(FREE, mode="drop"),
-                    "time": pool["time"].at[jnp.where(take_ack, idx, P)].set(jnp.inf, mode="drop")}
+            pool = pool.replace(place=pool.place.at[jnp.where(take_ack, idx, P)].set(FREE, mode="drop"),
+                                time=pool.time.at[jnp.where(take_ack, idx, P)].set(jnp.inf, mode="drop"))
             pointer = pointer + take_ack
             # the senders that are ready put a packet on the wire
             go = ready & (now < t1)
@@ -484,45 +589,46 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             rank = jnp.cumsum(go) - go
             slot = free_stack[jnp.clip(top - 1 - rank, 0, P - 1)]
             top = top - jnp.sum(go, dtype=jnp.int32)
-            counters = c["counters"]
+            counters = c.counters
             nbytes = size_of[packet.kind]
-            start = jnp.maximum(now, counters["nic_free"])
+            start = jnp.maximum(now, counters.nic_free)
             leave = start + (nbytes / interface if protocol.paced else 0.0)
             arrive = leave + access
             target = jnp.where(go, slot, P)
-            pool = {"time": pool["time"].at[target].set(arrive, mode="drop"),
-                    "at": pool["at"].at[target].set(route[:, 0], mode="drop"),
-                    "flow": pool["flow"].at[target].set(rows.astype(jnp.int32), mode="drop"),
-                    "hop": pool["hop"].at[target].set(0, mode="drop"),
-                    "kind": pool["kind"].at[target].set(packet.kind, mode="drop"),
-                    "seq": pool["seq"].at[target].set(packet.seq, mode="drop"),
-                    "sent": pool["sent"].at[target].set(now, mode="drop"),
-                    "header": pool["header"].at[target].set(packet.header.reshape(F, K), mode="drop")}
+            pool = PacketPool(time=pool.time.at[target].set(arrive, mode="drop"),
+                              place=pool.place.at[target].set(route[:, 0], mode="drop"),
+                              flow=pool.flow.at[target].set(rows.astype(jnp.int32), mode="drop"),
+                              hop=pool.hop.at[target].set(0, mode="drop"),
+                              kind=pool.kind.at[target].set(packet.kind, mode="drop"),
+                              seq=pool.seq.at[target].set(packet.seq, mode="drop"),
+                              sent=pool.sent.at[target].set(now, mode="drop"),
+                              header=pool.header.at[target].set(packet.header.reshape(F, K), mode="drop"))
             data = go & (packet.kind == DATA)
-            counters = {**counters, "nic_free": jnp.where(go, leave, counters["nic_free"]),
-                        "sent": counters["sent"] + data, "packets_sent": counters["packets_sent"] + go,
-                        "acks_received": counters["acks_received"] + take_ack,
-                        "first_sent": jnp.where(go & jnp.isnan(counters["first_sent"]), now, counters["first_sent"])}
-            status = jnp.where(jnp.any(ready & (now < t1) & ~enough), 1, c["status"])
+            counters = counters.replace(nic_free=jnp.where(go, leave, counters.nic_free),
+                                        sent=counters.sent + data, packets_sent=counters.packets_sent + go,
+                                        acks_received=counters.acks_received + take_ack,
+                                        first_sent=jnp.where(go & jnp.isnan(counters.first_sent), now,
+                                                             counters.first_sent))
+            status = jnp.where(jnp.any(ready & (now < t1) & ~enough), 1, c.status)
             status = jnp.where(iterations >= MOST_ACTIONS, 2, status)
-            c = {**c, "pool": pool, "free": {"stack": free_stack, "top": top}, "proto": proto,
-                 "counters": counters, "status": status}
+            c = c.replace(pool=pool, free=FreeSlots(stack=free_stack, top=top), proto=proto, counters=counters,
+                          status=status)
             return c, pointer, now, iterations + 1
 
-        c, _, now, _ = jax.lax.while_loop(cond, body, (c, jnp.zeros(F, jnp.int32), c["counters"]["clock"],
+        c, _, now, _ = jax.lax.while_loop(cond, body, (c, jnp.zeros(F, jnp.int32), c.counters.clock,
                                                        jnp.asarray(0)))
-        return {**c, "counters": {**c["counters"], "clock": now}}
+        return c.replace(counters=c.counters.replace(clock=now))
 
     # ------------------------------------------------------------------ stage 2: one link
     def waiting_at(links, l, t):
         """Packets waiting at link l at time t (admitted, service not started; FIFO starts)."""
-        acc = links["accepted"][l]
+        acc = links.accepted[l]
         m = jnp.minimum(acc, R)
 
         def search(_, bounds):
             lo, hi = bounds
             mid = (lo + hi) // 2
-            value = links["ring"][l, (acc - m + mid) % R]
+            value = links.ring[l, (acc - m + mid) % R]
             below = (value <= t) & (lo < hi)
             return jnp.where(below, mid + 1, lo), jnp.where(below | (lo >= hi), hi, mid)
 
@@ -532,58 +638,54 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     def receive(c, p, f, now, valid):
         """Data or a SYN (pool slot p, flow f) reaches its receiver at `now` where `valid`: the ACK
         goes back. (Masked writes, not a branch: a branch would copy the state.)"""
-        pool, rx, counters = c["pool"], c["receivers"], c["counters"]
-        kind, seq = pool["kind"][p], pool["seq"][p]
+        pool, rx, counters = c.pool, c.receivers, c.counters
+        kind, seq = pool.kind[p], pool.seq[p]
         is_data = valid & (kind == DATA)
         fd = jnp.where(is_data, f, F)  # writes of the receiver: dropped unless data arrived
-        fv = jnp.where(valid, f, F)
         pv = jnp.where(valid, p, P)
         rcv, ooo_s, ooo_e, _, _, dups, discarded = _receive(
-            rx["rcv_nxt"][f][None], rx["ooo_s"][f][None], rx["ooo_e"][f][None], is_data[None], seq[None],
+            rx.rcv_nxt[f][None], rx.ooo_s[f][None], rx.ooo_e[f][None], is_data[None], seq[None],
             jnp.ones(1, jnp.int32))
-        rx = {"rcv_nxt": rx["rcv_nxt"].at[fd].set(rcv[0], mode="drop"),
-              "ooo_s": rx["ooo_s"].at[fd].set(ooo_s[0], mode="drop"),
-              "ooo_e": rx["ooo_e"].at[fd].set(ooo_e[0], mode="drop")}
-        received = rx["rcv_nxt"][f]
         # the echoed timestamp (RFC 7323's TS.Recent): the send time of the last segment that arrived
         # in order (a duplicate ACK echoes it, an ACK of a hole's repair echoes the repair's)
-        in_order = is_data & (seq == c["receivers"]["rcv_nxt"][f])
-        ts_recent = rx_ts = c["receivers"]["ts_recent"].at[jnp.where(in_order, f, F)].set(pool["sent"][p], mode="drop")
-        echo = jnp.where(kind == DATA, ts_recent[f], pool["sent"][p])
-        rx["ts_recent"] = rx_ts
-        done = is_data & jnp.isnan(counters["finish"][f]) & (received >= flows.size[f])
-        counters = {**counters,
-                    "delivered": counters["delivered"].at[fd].add(1, mode="drop"),
-                    "duplicates": counters["duplicates"].at[fd].add(dups[0], mode="drop"),
-                    "discarded": counters["discarded"].at[fd].add(discarded[0], mode="drop"),
-                    "last_delivered": counters["last_delivered"].at[fd].set(now, mode="drop"),
-                    "finish": counters["finish"].at[jnp.where(done, f, F)].set(now, mode="drop")}
+        in_order = is_data & (seq == rx.rcv_nxt[f])
+        ts_recent = rx.ts_recent.at[jnp.where(in_order, f, F)].set(pool.sent[p], mode="drop")
+        echo = jnp.where(kind == DATA, ts_recent[f], pool.sent[p])
+        rx = Receivers(rcv_nxt=rx.rcv_nxt.at[fd].set(rcv[0], mode="drop"), ts_recent=ts_recent,
+                       ooo_s=rx.ooo_s.at[fd].set(ooo_s[0], mode="drop"),
+                       ooo_e=rx.ooo_e.at[fd].set(ooo_e[0], mode="drop"))
+        received = rx.rcv_nxt[f]
+        done = is_data & jnp.isnan(counters.finish[f]) & (received >= flows.size[f])
+        counters = counters.replace(delivered=counters.delivered.at[fd].add(1, mode="drop"),
+                                    duplicates=counters.duplicates.at[fd].add(dups[0], mode="drop"),
+                                    discarded=counters.discarded.at[fd].add(discarded[0], mode="drop"),
+                                    last_delivered=counters.last_delivered.at[fd].set(now, mode="drop"),
+                                    finish=counters.finish.at[jnp.where(done, f, F)].set(now, mode="drop"))
         through = reverse_length[f] > 0
-        pool = {**pool, "kind": pool["kind"].at[pv].set(jnp.where(kind == DATA, ACK, SYNACK), mode="drop"),
-                "seq": pool["seq"].at[pv].set(received, mode="drop"), "hop": pool["hop"].at[pv].set(0, mode="drop"),
-                "sent": pool["sent"].at[pv].set(echo, mode="drop"),
-                "at": pool["at"].at[pv].set(jnp.where(through, reverse[f, 0], L), mode="drop"),
-                "time": pool["time"].at[pv].set(jnp.where(through, now, now + back[f]), mode="drop")}
-        del fv
-        return {**c, "pool": pool, "receivers": rx, "counters": counters}
+        pool = pool.replace(kind=pool.kind.at[pv].set(jnp.where(kind == DATA, ACK, SYNACK), mode="drop"),
+                            seq=pool.seq.at[pv].set(received, mode="drop"), hop=pool.hop.at[pv].set(0, mode="drop"),
+                            sent=pool.sent.at[pv].set(echo, mode="drop"),
+                            place=pool.place.at[pv].set(jnp.where(through, reverse[f, 0], L), mode="drop"),
+                            time=pool.time.at[pv].set(jnp.where(through, now, now + back[f]), mode="drop"))
+        return c.replace(pool=pool, receivers=rx, counters=counters)
 
     def link_stage(c, l, t1):
         """Link l takes its arrivals of the step one by one in the order (time, flow, kind, seq), and
         fires its router's timers at their instants; chunk by chunk (`chunk`)."""
         def more_work(c):
-            pool = c["pool"]
-            return (jnp.any((pool["at"] == l) & (pool["time"] < t1))
-                    | (protocol.router_next(c["router"], params, l) < t1)) & (c["status"] == 0)
+            pool = c.pool
+            return (jnp.any((pool.place == l) & (pool.time < t1))
+                    | (protocol.router_next(c.router, params, l) < t1)) & (c.status == 0)
 
         def round_(c):
-            pool = c["pool"]
-            key_all = jnp.where((pool["at"] == l) & (pool["time"] < t1), pool["time"], jnp.inf)
+            pool = c.pool
+            key_all = jnp.where((pool.place == l) & (pool.time < t1), pool.time, jnp.inf)
             theta, idx, n, stuck = chunk(key_all, t1)
-            c = {**c, "status": jnp.where(stuck, 3, c["status"])}
+            c = c.replace(status=jnp.where(stuck, 3, c.status))
             key0 = jnp.take(key_all, idx, mode="fill", fill_value=jnp.inf)
-            tie = ((jnp.take(pool["flow"], idx, mode="fill", fill_value=0).astype(jnp.int64) * 4
-                    + jnp.take(pool["kind"], idx, mode="fill", fill_value=0)) * (1 << 32)
-                   + jnp.take(pool["seq"], idx, mode="fill", fill_value=0))
+            tie = ((jnp.take(pool.flow, idx, mode="fill", fill_value=0).astype(jnp.int64) * 4
+                    + jnp.take(pool.kind, idx, mode="fill", fill_value=0)) * (1 << 32)
+                   + jnp.take(pool.seq, idx, mode="fill", fill_value=0))
             _, _, idx_s = jax.lax.sort((key0, tie, idx), num_keys=2)  # the chunk in the total order
             return _link_round(c, l, theta, idx_s, n)
 
@@ -592,38 +694,38 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     def _link_round(c, l, t1, idx_s, n):
         def cond(loop):
             c, i, key = loop
-            timer = protocol.router_next(c["router"], params, l)
+            timer = protocol.router_next(c.router, params, l)
             return (i < n) | (timer < t1)
 
         def body(loop):
             c, i, key = loop
             p = idx_s[jnp.minimum(i, S - 1)]
-            pool, links, bins = c["pool"], c["links"], c["bins"]
-            arrival = jnp.where(i < n, pool["time"][p], jnp.inf)
-            timer = protocol.router_next(c["router"], params, l)
+            pool, links, bins = c.pool, c.links, c.bins
+            arrival = jnp.where(i < n, pool.time[p], jnp.inf)
+            timer = protocol.router_next(c.router, params, l)
             fire = timer <= arrival  # a router timer at the instant of an arrival fires first
             on_packet = ~fire
-            router_timed = protocol.router_timer(c["router"], params, l, timer, waiting_at(links, l, timer))
-            f, kind = pool["flow"][p], pool["kind"][p]
+            router_timed = protocol.router_timer(c.router, params, l, timer, waiting_at(links, l, timer))
+            f, kind = pool.flow[p], pool.kind[p]
             nbytes = size_of[kind]
             waiting = waiting_at(links, l, arrival)
-            busy = links["free_at"][l] > arrival
+            busy = links.free_at[l] > arrival
             drop = on_packet & busy & (waiting >= buffer[l])
             accept = on_packet & ~drop
-            begin = jnp.maximum(arrival, links["free_at"][l])
+            begin = jnp.maximum(arrival, links.free_at[l])
             which = jnp.searchsorted(schedule_s[l], begin, side="right") - 1
             leave = begin + nbytes / capacity_Bps[l, which]
             la = jnp.where(accept, l, L)  # writes for an accepted packet
             lp = jnp.where(on_packet, l, L)  # writes for any packet
-            acc = links["accepted"][l]
-            links = {"free_at": links["free_at"].at[la].set(leave, mode="drop"),
-                     "ring": links["ring"].at[la, acc % R].set(begin, mode="drop"),
-                     "accepted": links["accepted"].at[la].add(1, mode="drop"),
-                     "arrived": links["arrived"].at[lp].add(1, mode="drop"),
-                     "dropped": links["dropped"].at[jnp.where(drop, l, L)].add(1, mode="drop"),
-                     "data_accepted": links["data_accepted"].at[jnp.where(accept & (kind == DATA), l, L)].add(
-                         1, mode="drop"),
-                     "busy_s": links["busy_s"].at[la].add(leave - begin, mode="drop")}
+            acc = links.accepted[l]
+            links = LinkState(free_at=links.free_at.at[la].set(leave, mode="drop"),
+                              ring=links.ring.at[la, acc % R].set(begin, mode="drop"),
+                              accepted=links.accepted.at[la].add(1, mode="drop"),
+                              arrived=links.arrived.at[lp].add(1, mode="drop"),
+                              dropped=links.dropped.at[jnp.where(drop, l, L)].add(1, mode="drop"),
+                              data_accepted=links.data_accepted.at[jnp.where(accept & (kind == DATA), l, L)].add(
+                                  1, mode="drop"),
+                              busy_s=links.busy_s.at[la].add(leave - begin, mode="drop"))
             b_in, b_out = bin_of(arrival), bin_of(begin)
             waits = accept & (begin > arrival)
             lw = jnp.where(waits, l, L)
@@ -635,17 +737,17 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                     "wait_in_sum": bins["wait_in_sum"].at[b_in, lw].add(arrival, mode="drop"),
                     "wait_out_n": bins["wait_out_n"].at[b_out, lw].add(1.0, mode="drop"),
                     "wait_out_sum": bins["wait_out_sum"].at[b_out, lw].add(begin, mode="drop")}
-            router_passed, header = protocol.router_packet(c["router"], params, l, arrival, kind, pool["header"][p],
+            router_passed, header = protocol.router_packet(c.router, params, l, arrival, kind, pool.header[p],
                                                            waiting, accept)
             router = jax.tree_util.tree_map(lambda timed, passed: jnp.where(fire, timed, passed),
                                             router_timed, router_passed)
             b_timer = jnp.where(fire & (timer < end_s), bin_of(timer), n_bins + 1)
-            observed = {name: c["observed"][name].at[b_timer, l].set(value[l], mode="drop")
+            observed = {name: c.observed[name].at[b_timer, l].set(value[l], mode="drop")
                         for name, value in protocol.observe(router_timed, params).items()}
             # where it goes next
             is_ack = (kind == ACK) | (kind == SYNACK)
             path_length = jnp.where(is_ack, reverse_length[f], route_length[f])
-            hop = pool["hop"][p] + 1
+            hop = pool.hop[p] + 1
             more = hop < path_length
             following = jnp.where(is_ack, reverse[f, jnp.minimum(hop, reverse.shape[1] - 1)],
                                   route[f, jnp.minimum(hop, route.shape[1] - 1)])
@@ -655,23 +757,22 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             arrives = accept & ~is_ack & ~more
             in_time = arrives & (reach < end_s)
             parked = arrives & ~in_time
-            at = jnp.where(more, following, jnp.where(is_ack, L, L + 1))
+            place = jnp.where(more, following, jnp.where(is_ack, L, L + 1))
             time = jnp.where(more, reach, jnp.where(is_ack, reach + access[f], jnp.where(parked, jnp.inf, reach)))
             pa, pp = jnp.where(accept, p, P), jnp.where(on_packet, p, P)
-            pool = {**pool, "at": pool["at"].at[pp].set(jnp.where(accept, at, FREE), mode="drop"),
-                    "time": pool["time"].at[pp].set(jnp.where(accept, time, jnp.inf), mode="drop"),
-                    "hop": pool["hop"].at[pa].set(hop, mode="drop"),
-                    "header": pool["header"].at[pa].set(header, mode="drop")}
-            counters = c["counters"]
-            counters = {**counters,
-                        "dropped": counters["dropped"].at[jnp.where(drop & (kind == DATA), f, F)].add(1, mode="drop"),
-                        "control_dropped": counters["control_dropped"].at[jnp.where(drop & (kind != DATA), f, F)].add(
-                            1, mode="drop")}
-            free = c["free"]
-            free = {"stack": free["stack"].at[jnp.where(drop, free["top"], P)].set(p, mode="drop"),
-                    "top": free["top"] + drop.astype(jnp.int32)}
-            c = {**c, "pool": pool, "links": links, "bins": bins, "router": router, "observed": observed,
-                 "counters": counters, "free": free}
+            pool = pool.replace(place=pool.place.at[pp].set(jnp.where(accept, place, FREE), mode="drop"),
+                                time=pool.time.at[pp].set(jnp.where(accept, time, jnp.inf), mode="drop"),
+                                hop=pool.hop.at[pa].set(hop, mode="drop"),
+                                header=pool.header.at[pa].set(header, mode="drop"))
+            counters = c.counters
+            counters = counters.replace(
+                dropped=counters.dropped.at[jnp.where(drop & (kind == DATA), f, F)].add(1, mode="drop"),
+                control_dropped=counters.control_dropped.at[jnp.where(drop & (kind != DATA), f, F)].add(1, mode="drop"))
+            free = c.free
+            free = FreeSlots(stack=free.stack.at[jnp.where(drop, free.top, P)].set(p, mode="drop"),
+                             top=free.top + drop.astype(jnp.int32))
+            c = c.replace(pool=pool, links=links, bins=bins, router=router, observed=observed, counters=counters,
+                          free=free)
             c = receive(c, p, f, reach, in_time)
             return c, i + on_packet.astype(jnp.int32), key
 
@@ -689,13 +790,12 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     # the step is an argument, not a shape: one compilation serves every step
     carry, _ = jax.lax.while_loop(lambda loop: loop[1].astype(jnp.float64) * step_s < end_s, step,
                                   (carry, jnp.asarray(0, jnp.int32)))
-    pool = carry["pool"]
-    data_in_flight = (pool["at"] != FREE) & ((pool["kind"] == DATA))
-    in_flight = jax.ops.segment_sum(data_in_flight.astype(jnp.int32), pool["flow"], num_segments=F)
-    held = jax.ops.segment_sum((pool["at"] != FREE).astype(jnp.int32), pool["flow"], num_segments=F)
-    rx = carry["receivers"]
-    stored = jnp.sum(jnp.where(rx["ooo_s"] < _NONE, rx["ooo_e"] - rx["ooo_s"], 0), axis=1)
-    return {**carry["counters"], "in_flight": in_flight, "held": held, "received": rx["rcv_nxt"], "stored": stored,
-            "links": carry["links"], "bins": carry["bins"], "protocol": carry["proto"], "router": carry["router"],
-            "observed": carry["observed"],
-            "status": carry["status"]}
+    pool = carry.pool
+    data_in_flight = (pool.place != FREE) & ((pool.kind == DATA))
+    in_flight = jax.ops.segment_sum(data_in_flight.astype(jnp.int32), pool.flow, num_segments=F)
+    held = jax.ops.segment_sum((pool.place != FREE).astype(jnp.int32), pool.flow, num_segments=F)
+    rx = carry.receivers
+    stored = jnp.sum(jnp.where(rx.ooo_s < _NONE, rx.ooo_e - rx.ooo_s, 0), axis=1)
+    return {**carry.counters.as_dict(), "in_flight": in_flight, "held": held, "received": rx.rcv_nxt,
+            "stored": stored, "links": carry.links.as_dict(), "bins": carry.bins, "protocol": carry.proto,
+            "router": carry.router, "observed": carry.observed, "status": carry.status}
