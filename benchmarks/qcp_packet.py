@@ -116,17 +116,29 @@ def twolink(args) -> dict:
                "worst_error_vs_fluid": float(np.max(np.abs(error))),
                "drop_fraction_after_starts": (drops / np.maximum(arrived, 1)).tolist(),
                "queue_mean": full.queue_mean.values.tolist(), "busy": full.busy.values.tolist(),
-               "timeouts": int(full.timeouts.values.sum())}
+               "timeouts": int(full.timeouts.values.sum()),
+               # when the drops happen: per link, per second of the run
+               "drops_per_second": [full.drops.values[(full.sample_time.values > k)
+                                                      & (full.sample_time.values <= k + 1)].sum(axis=0).tolist()
+                                    for k in range(int(args.duration))]}
         rows.append(row)
         print(f"gain {gain:4.2f} ({row['status'][0]}): short {row['short_rate']:8.1f} long {row['long_rate_mean']:7.1f} "
               f"[{row['long_rate_min']:.1f}, {row['long_rate_max']:.1f}] packets/s; worst error against the "
               f"fluid model {100 * row['worst_error_vs_fluid']:.1f} %; drops after the starts "
               f"{[f'{100 * d:.3f} %' for d in row['drop_fraction_after_starts']]}; mean queues "
               f"{np.round(row['queue_mean'], 1).tolist()}; busy {np.round(row['busy'], 3).tolist()}; {wall:.0f} s")
+        print(f"  drops per second (l1, l2): {[[int(d) for d in pair] for pair in row['drops_per_second']]}")
     print(f"fluid model at {args.duration} s: short {expected[0]:.1f}, long {expected[1:].mean():.1f}; "
           f"max-min: {maxmin[0]:.1f}, {maxmin[1:].mean():.1f}")
     return {"packet": rows, "fluid_rate": expected.tolist(), "maxmin_rate": maxmin.tolist(),
             "capacities_pps": network.capacities_pps.tolist()}
+
+
+def save(result: dict, path: str | None) -> None:
+    """Write a benchmark's result as JSON to `path` (nothing if None)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
 
 
 def main() -> int:
@@ -141,10 +153,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.duration is None:
         args.duration = 20.0 if args.scenario == "onelink" else 30.0
-    result = {"args": vars(args), **(onelink(args) if args.scenario == "onelink" else twolink(args))}
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+    save({"args": vars(args), **(onelink(args) if args.scenario == "onelink" else twolink(args))}, args.out)
     return 0
 
 

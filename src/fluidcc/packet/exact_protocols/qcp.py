@@ -31,8 +31,8 @@ error halves every interval, without overshoot). The fluid model `fluidcc.models
 relaxes log R with time constant d, the continuous counterpart. Measured (benchmarks/RESULTS.md,
 "QCP at packet level"): with g = 1 four flows on one link and the two-link network swing between
 C and C / 10 000 with drops every few intervals; with g = 1/4 the routers settle (one link: the
-offered rate within 3 % of C / 4 in every run; two links: the links' rates within 0.1 % of the
-fluid model's) and drop nothing once settled.
+offered rate within 3 % of C / 4 in every run; two links, full size: every flow's goodput within
+0.5 % of the fluid model's, staggered or simultaneous starts) and drop nothing once settled.
 
 A data packet or SYN the link takes leaves with its bottleneck-rate field lowered to R_l if R_l
 is smaller.
