@@ -32,11 +32,11 @@ def test_rcp_on_two_links_settles_at_its_fixed_point_near_max_min():
     d0 = run.rcp_d0.values  # each router's average RTT, s (a little over 0.08 on l2; between 0.04 and that on l1)
     assert 0.04 < d0[0] < 0.09 and 0.08 <= d0[1] < 0.09  # propagation, plus service and queueing
     # within 2 %: the routers see the queue at their update instants and d0 moves, while q and d0
-    # here are a time average and the final value (measured: 1.0 % on l1, 0.2 % on l2)
+    # here are a time average and the final value (measured: 1.5 % on l1, 0.2 % on l2)
     assert y2 == pytest.approx(c2 - beta * q2 / (alpha * d0[1]), rel=0.02)
     assert y1 == pytest.approx(c1 - beta * q1 / (alpha * d0[0]), rel=0.02)
     assert y2 / 4 == pytest.approx(c2 / 4, rel=0.05)  # the long flows' max-min share
-    assert short < c1 - c2  # below its max-min share by the fixed point's offset on l1 (516 of 550 here)
+    assert short < c1 - c2  # below its max-min share by the fixed point's offset on l1 (514 of 550 here)
     after_starts = run.sample_time.values > 1.0
     assert run.drops.values[after_starts].sum() <= 0.001 * run.accepted.values[after_starts].sum()
     assert np.all(run.delivered.values > 0)  # every flow got going (a lost SYN is sent again)
