@@ -44,6 +44,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
@@ -97,12 +98,21 @@ def ns3_run(n: int, seed: int, duration: float) -> dict:
             "timeouts_per_1000": 1000.0 * r["timeouts"] / forwarded, "forwarded": forwarded, "wall_s": r["wall_s"]}
 
 
-def compare(ours: list[dict], theirs: list[dict], names=FIGURES) -> dict:
+def compare(ours: list[dict], theirs: list[dict], names=FIGURES, paired: bool = False) -> dict:
+    """Means over the seeds, their difference and its 95 % confidence interval: unpaired (normal
+    approximation) when each side draws its own runs; paired by seed (Student's t on the per-seed
+    differences) when fluidcc replays ns-3's flows run for run, so the seeds' own spread cancels."""
     table = {}
     for name in names:
-        a = np.array([o[name] for o in ours])
-        b = np.array([t[name] for t in theirs])
-        half = 1.96 * np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size) if min(a.size, b.size) > 1 else np.nan
+        a = np.array([o[name] for o in ours], dtype=float)
+        b = np.array([t[name] for t in theirs], dtype=float)
+        if paired and a.size == b.size > 1:
+            d = a - b
+            half = float(stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size))
+        elif min(a.size, b.size) > 1:
+            half = 1.96 * np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+        else:
+            half = np.nan
         diff = a.mean() - b.mean()
         pct = 100.0 * diff / b.mean() if b.mean() != 0 else (0.0 if diff == 0 else np.inf)
         table[name] = {"fluidcc": a.mean(), "ns3": b.mean(), "difference_pct": pct,
@@ -182,7 +192,7 @@ def run_shortflows(args, seeds) -> int:
     names = ["utilization", "mean_queue", "drop_rate", "loss_events_per_1000", "timeouts_per_1000", "afct"]
     bins = [f"afct_{low}_{high}" for low, high in zip(SIZE_BINS[:-1], SIZE_BINS[1:])]
     judged = [b for b in bins if sum(t[b.replace("afct", "flows")] for t in theirs) >= 1000]
-    result["comparison"] = compare(ours, theirs, names + judged)
+    result["comparison"] = compare(ours, theirs, names + judged, paired=True)
     result["bins_not_judged"] = [b for b in bins if b not in judged]
     print(f"fluidcc exact engine: {len(seeds)} runs in {run.attrs['wall_s']:.1f} s (call {wall:.1f} s); "
           f"ns-3 {ns3_rate:.1f} s; statuses {result['fluidcc']['statuses']}")
@@ -220,6 +230,10 @@ def run_twolink(args, seeds) -> int:
             row.update({f"{l['name']}_utilization": l["run"]["utilization"],
                         f"{l['name']}_mean_queue": l["run"]["mean_queue_packets"],
                         f"{l['name']}_drop_rate": l["run"]["drop_rate"]})
+        # of the data the second link forwarded, the part its receivers did not read as new data
+        # (copies of what they had; the second link is the long flows' last)
+        second = r["links"][1]["run"]
+        row["l2_copies"] = 1.0 - second["goodput_utilization"] / second["utilization"]
         theirs.append(row)
     run, wall = timed(lambda: simulate_exact(net, TCP(limited_transmit=False), tables, duration_s=args.duration,
                                              seeds=seeds))
@@ -237,6 +251,8 @@ def run_twolink(args, seeds) -> int:
             link = v.sel(link=name)
             row.update({f"{name}_utilization": float(link.busy), f"{name}_mean_queue": float(link.queue_mean),
                         f"{name}_drop_rate": float(link.link_dropped) / float(link.link_arrived)})
+        read = float(v.received.values[1: len(table)].sum())  # the long flows' new data at their receivers
+        row["l2_copies"] = 1.0 - read / float(v.link_data_accepted.sel(link="l2"))
         ours.append(row)
     names = [k for k in theirs[0] if k != "wall_s"]
     result = {"machine": machine_info(extras=()), "scenario": "twolink", "stagger_s": args.stagger,
@@ -244,7 +260,7 @@ def run_twolink(args, seeds) -> int:
               "fluidcc": {"runs": ours, "wall_s": wall, "engine_wall_s": run.attrs["wall_s"],
                           "statuses": sorted({int(x) for x in run.status.values})},
               "ns3": {"runs": theirs, "wall_s": sum(t["wall_s"] for t in theirs)},
-              "comparison": compare(ours, theirs, names)}
+              "comparison": compare(ours, theirs, names, paired=True)}
     print(f"fluidcc exact engine: {len(seeds)} runs in {run.attrs['wall_s']:.1f} s; ns-3 {result['ns3']['wall_s']:.1f} s;"
           f" statuses {result['fluidcc']['statuses']}")
     report(result["comparison"])
