@@ -21,17 +21,17 @@ every interval) and with the default gain 1/4 (`fluidcc.packet.exact_protocols.q
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
+from _harness import write_json
+from _twolink import twolink_network
 
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import QCP
 from fluidcc.packet.workloads import FlowTable
 from fluidcc.runs import simulate_network
-from fluidcc.units import mbps_to_pps
 
 
 def dominant_period(values: np.ndarray, spacing: float) -> float:
@@ -84,13 +84,6 @@ def onelink(args) -> dict:
     return {"packet": rows, "fluid": fluid_row}
 
 
-def twolink_network(scale: float, stagger: float) -> Network:
-    c1, c2 = mbps_to_pps(155.0 * scale), mbps_to_pps(100.0 * scale)
-    return Network((Link("l1", c1, 0.02), Link("l2", c2, 0.02)),
-                   (Flow("short", ("l1",)),
-                    *(Flow(f"long{k}", ("l1", "l2"), start_s=stagger * k) for k in range(16))))
-
-
 def twolink(args) -> dict:
     network = twolink_network(args.scale, args.stagger)
     starts = np.array([0.0] + [args.stagger * k for k in range(16)])
@@ -134,13 +127,6 @@ def twolink(args) -> dict:
             "capacities_pps": network.capacities_pps.tolist()}
 
 
-def save(result: dict, path: str | None) -> None:
-    """Write a benchmark's result as JSON to `path` (nothing if None)."""
-    if path:
-        with open(path, "w") as f:
-            json.dump(result, f, indent=1)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", choices=("onelink", "twolink"), default="onelink")
@@ -153,7 +139,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.duration is None:
         args.duration = 20.0 if args.scenario == "onelink" else 30.0
-    save({"args": vars(args), **(onelink(args) if args.scenario == "onelink" else twolink(args))}, args.out)
+    write_json(args.out, {"args": vars(args), **(onelink(args) if args.scenario == "onelink" else twolink(args))})
     return 0
 
 

@@ -23,7 +23,8 @@ import argparse
 import time
 
 import numpy as np
-from qcp_packet import save, twolink_network
+from _harness import write_json
+from _twolink import twolink_network
 
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import RCP
@@ -116,7 +117,7 @@ def main() -> int:
               "drops_after_starts": drops_after.tolist(), "arrived_after_starts": arrived_after.tolist(),
               "drops_all": full.link_dropped.values.tolist(), "arrived_all": full.link_arrived.values.tolist(),
               "fluid_queue_max_matched": matched.queue.values.max(axis=0).tolist(), "transient": transient}
-    save(result, args.out)
+    write_json(args.out, result)
     return 0
 
 
