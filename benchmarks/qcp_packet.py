@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 from _harness import write_json
-from _twolink import twolink_network
+from _twolink import second_half_goodput, twolink_network
 
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
@@ -86,21 +86,17 @@ def onelink(args) -> dict:
 
 def twolink(args) -> dict:
     network = twolink_network(args.scale, args.stagger)
-    starts = np.array([0.0] + [args.stagger * k for k in range(16)])
-    table = FlowTable(starts, np.full(17, np.inf), route=np.arange(17))
-    half = args.duration / 2
+    last_start = float(np.max(network.start_s))
     fluid = simulate_network("qcp", network, duration_s=args.duration)
     expected = fluid.rate.values[-1]
     maxmin = fluid.maxmin_rate.values[-1]
     rows = []
     for gain in args.gains:
         began = time.perf_counter()
-        full = simulate_exact(network, QCP(gain=gain), table, duration_s=args.duration, sample_s=0.5).isel(run=0)
-        first = simulate_exact(network, QCP(gain=gain), table, duration_s=half, sample_s=0.5).isel(run=0)
+        full, first, rate = second_half_goodput(network, QCP(gain=gain), args.duration, sample_s=0.5)
         wall = time.perf_counter() - began
-        rate = (full.received.values - first.received.values) / (args.duration - half)  # goodput
         error = rate / expected - 1.0
-        after = full.sample_time.values > starts.max() + 1.0
+        after = full.sample_time.values > last_start + 1.0
         drops = full.drops.values[after].sum(axis=0)
         arrived = full.accepted.values[after].sum(axis=0) + drops
         row = {"gain": gain, "wall_s": wall, "status": [str(full.message.values), str(first.message.values)],

@@ -24,11 +24,9 @@ import time
 
 import numpy as np
 from _harness import write_json
-from _twolink import twolink_network
+from _twolink import second_half_goodput, twolink_network
 
-from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import RCP
-from fluidcc.packet.workloads import FlowTable
 from fluidcc.runs import simulate_network
 
 INSTANTS = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 15.0, 20.0, 30.0)
@@ -48,21 +46,17 @@ def main() -> int:
     args = parser.parse_args()
 
     network = twolink_network(args.scale, args.stagger)
-    starts = np.array([0.0] + [args.stagger * k for k in range(16)])
-    table = FlowTable(starts, np.full(17, np.inf), route=np.arange(17))
     half = args.duration / 2
     protocol = RCP()
 
     began = time.perf_counter()
-    full = simulate_exact(network, protocol, table, duration_s=args.duration, sample_s=0.01).isel(run=0)
-    first = simulate_exact(network, protocol, table, duration_s=half, sample_s=0.5).isel(run=0)
+    full, first, goodput = second_half_goodput(network, protocol, args.duration, sample_s=0.01)
     wall = time.perf_counter() - began
     fluid = simulate_network("rcp", network, duration_s=args.duration)
     matched = simulate_network("rcp", network, {"initial_rate_fraction": 1.0}, duration_s=args.duration)
     expected = fluid.rate.values[-1]
     maxmin = fluid.maxmin_rate.values[-1]
 
-    goodput = (full.received.values - first.received.values) / (args.duration - half)
     error = goodput / expected - 1.0
     t = full.sample_time.values
     second = t > half
@@ -72,7 +66,7 @@ def main() -> int:
     d0 = full.rcp_d0.values
     capacity = network.capacities_pps
     fixed_point = capacity - protocol.beta * queue / (protocol.alpha * d0)
-    after = t > starts.max() + 1.0
+    after = t > float(np.max(network.start_s)) + 1.0
     drops_after = full.drops.values[after].sum(axis=0)
     arrived_after = full.accepted.values[after].sum(axis=0) + drops_after
     statuses = [str(full.message.values), str(first.message.values)]
