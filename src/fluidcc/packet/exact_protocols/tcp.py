@@ -25,10 +25,14 @@ Windows are in whole bytes, as ns-3 keeps them (segment: the network's packet si
   max(min_rto, srtt + max(1 ms, 4 rttvar)), recomputed whenever the timer restarts.
 * **Retransmission timer**: started when data is sent and it is idle; restarted on every ACK of new
   data, except within a recovery, where only the first partial ACK restarts it. On expiry:
-  ssthresh = max(2 segments, in flight / 2), cwnd = one segment, the guesses cleared, recover = the
-  highest sequence sent, RTO doubled (to 60 s at most; until the timer next restarts), and sending
-  goes back to the first unacknowledged segment (go-back-N, in slow start: state LOSS, where
-  duplicate ACKs are ignored, until an ACK reaches recover).
+  ssthresh = max(2 segments, in flight / 2) (not again if the flow is in LOSS and has sent its head
+  again since going back), cwnd = one segment, the guesses cleared, recover = the highest sequence
+  sent, RTO doubled (to 60 s at most; until the timer next restarts), and sending goes back to the
+  first unacknowledged segment (go-back-N, in slow start: state LOSS, where duplicate ACKs are
+  ignored, until an ACK reaches recover).
+* **Counts** (`report`): `recoveries` and `timeouts` are entries into fast recovery and into LOSS,
+  as ns-3's CongState trace counts them (a timer that expires again in LOSS is not a new timeout);
+  `rto_expiries` counts every expiry.
 
 Not modelled: ns-3's abort after six timeouts in a row, and its receive buffer (`receive_window`
 sets a limit in segments; none by default).
@@ -112,10 +116,10 @@ class TCP(ExactProtocol, FieldSettings):
                 "rtx": jnp.zeros(n, bool), "rtx_seq": zeros, "first_partial": jnp.ones(n, bool),
                 "retx_hi": zeros, "srtt": jnp.zeros(n), "rttvar": jnp.zeros(n),
                 "rto": jnp.full(n, params.initial_rto), "timer": jnp.full(n, jnp.inf), "has_sample": jnp.zeros(n, bool),
-                "recoveries": zeros, "timeouts": zeros, "retransmits": zeros, "syns": zeros}
+                "recoveries": zeros, "timeouts": zeros, "rto_expiries": zeros, "retransmits": zeros, "syns": zeros}
 
     def report(self, state) -> dict:
-        return {"recoveries": state["recoveries"], "timeouts": state["timeouts"],
+        return {"recoveries": state["recoveries"], "timeouts": state["timeouts"], "rto_expiries": state["rto_expiries"],
                 "retransmits": state["retransmits"], "syns": state["syns"]}
 
     @staticmethod
@@ -148,10 +152,14 @@ class TCP(ExactProtocol, FieldSettings):
         timeout = expired & outstanding
         segment = params.segment
         pipe = self._pipe(s) * segment
+        # a timeout in LOSS whose head has been sent again since going back keeps ssthresh (ns-3's
+        # ReTxTimeout); in LOSS, [snd_una, snd_nxt) is what was sent again since going back
+        again_in_loss = (s["state"] == LOSS) & (s["snd_nxt"] > s["snd_una"])
+        cut = timeout & ~again_in_loss
         rto = jnp.where(timeout, jnp.minimum(2.0 * s["rto"], params.max_rto), s["rto"])
         return {**s, "phase": jnp.where(open_syn, 1, phase), "syn_due": s["syn_due"] | open_syn,
                 "syn_wait": syn_wait, "syn_at": jnp.where(open_syn, jnp.inf, s["syn_at"]),
-                "ssthresh": jnp.where(timeout, jnp.maximum(2.0 * segment, jnp.floor(pipe / 2.0)), s["ssthresh"]),
+                "ssthresh": jnp.where(cut, jnp.maximum(2.0 * segment, jnp.floor(pipe / 2.0)), s["ssthresh"]),
                 "cwnd": jnp.where(timeout, segment, s["cwnd"]),
                 "recover": jnp.where(timeout, s["high_tx"], s["recover"]),
                 "recover_active": s["recover_active"] | timeout,
@@ -162,7 +170,10 @@ class TCP(ExactProtocol, FieldSettings):
                 # every segment outstanding counts as retransmitted: no RTT sample until new data is acknowledged
                 "retx_hi": jnp.where(timeout, s["high_tx"], s["retx_hi"]),
                 "rto": rto, "timer": jnp.where(expired, jnp.where(outstanding, now + rto, jnp.inf), s["timer"]),
-                "timeouts": s["timeouts"] + timeout}
+                # ns-3 counts entries into LOSS (its CongState trace fires on a change): a timeout
+                # that expires again before the flow leaves LOSS is an expiry, not a new timeout
+                "timeouts": s["timeouts"] + (timeout & (s["state"] != LOSS)),
+                "rto_expiries": s["rto_expiries"] + timeout}
 
     # -------------------------------------------------------------- acknowledgements
     def on_ack(self, s, params: TCPParams, flows, now, mask, ack):

@@ -1,0 +1,57 @@
+"""The exact engine's TCP against ns-3.37's rules, rule by rule where a run would hide the rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import jax.numpy as jnp
+
+from fluidcc.network import Flow, Link, Network
+from fluidcc.packet import simulate_exact
+from fluidcc.packet.exact import Flows
+from fluidcc.packet.exact_protocols import TCP
+from fluidcc.packet.exact_protocols.tcp import LOSS, OPEN, RECOVERY, TCPParams
+from fluidcc.packet.workloads import FlowTable
+
+SEGMENT = 1000.0
+
+
+def _params() -> TCPParams:
+    return TCPParams(segment=jnp.asarray(SEGMENT), initial_window=jnp.asarray(2 * SEGMENT), min_rto=jnp.asarray(0.2),
+                     max_rto=jnp.asarray(60.0), initial_rto=jnp.asarray(1.0), syn_timeout=jnp.asarray(3.0),
+                     granularity=jnp.asarray(0.001), receive_window=jnp.asarray(1e18))
+
+
+def test_a_timer_that_expires_again_in_loss_keeps_ssthresh_and_is_one_timeout():
+    """Three established flows whose timers expire at t = 5 s: one in OPEN with 40 segments out,
+    one in RECOVERY, one in LOSS that has sent its head again since going back. ns-3's
+    ReTxTimeout lowers ssthresh unless the flow is in LOSS with its head sent again, and its
+    CongState trace (what ns-3 counts as timeouts) fires only on entering LOSS."""
+    tcp, params = TCP(), _params()
+    flows = Flows(start=jnp.zeros(3), stop=jnp.full(3, jnp.inf), size=jnp.full(3, jnp.inf))
+    s = tcp.init(params, flows, None)
+    s = {**s, "phase": jnp.full(3, 2), "state": jnp.array([OPEN, RECOVERY, LOSS]),
+         "snd_una": jnp.array([100, 100, 100]), "snd_nxt": jnp.array([140, 140, 103]),
+         "high_tx": jnp.array([140, 140, 140]), "sacked": jnp.array([0, 10, 0]),
+         "ssthresh": jnp.array([1e18, 20 * SEGMENT, 15 * SEGMENT]), "cwnd": jnp.array([40 * SEGMENT, 20 * SEGMENT, 3 * SEGMENT]),
+         "timer": jnp.full(3, 5.0), "rto": jnp.full(3, 0.4)}
+    after = tcp.on_time(s, params, flows, jnp.asarray(5.0), jnp.ones(3, bool))
+    np.testing.assert_array_equal(np.asarray(after["state"]), [LOSS, LOSS, LOSS])
+    np.testing.assert_array_equal(np.asarray(after["cwnd"]), [SEGMENT] * 3)
+    # OPEN: half of 40 in flight; RECOVERY: half of (40 - 10 guesses); LOSS, head sent again: kept
+    np.testing.assert_array_equal(np.asarray(after["ssthresh"]), [20 * SEGMENT, 15 * SEGMENT, 15 * SEGMENT])
+    np.testing.assert_array_equal(np.asarray(after["timeouts"]), [1, 1, 0])
+    np.testing.assert_array_equal(np.asarray(after["rto_expiries"]), [1, 1, 1])
+    np.testing.assert_allclose(np.asarray(after["rto"]), [0.8, 0.8, 0.8])
+
+
+def test_a_long_capacity_dip_makes_the_timer_expire_again_in_loss():
+    """A lone flow whose link slows to 2 packets/s for 3 s: its retransmission waits behind the
+    queue longer than the doubled RTO, so the timer expires again before the flow leaves LOSS.
+    Those expiries are counted apart; `timeouts` counts the entries into LOSS, as ns-3 does."""
+    network = Network((Link("l", 1000.0, 0.05, buffer_packets=20, schedule=((2.0, 2.0), (5.0, 1000.0))),),
+                      (Flow("f", ("l",), interface_pps=1e4),))
+    run = simulate_exact(network, TCP(), FlowTable(np.array([0.0]), np.array([np.inf])),
+                         duration_s=10.0).isel(run=0, flow=0)
+    assert int(run.status) == 0, str(run.message.values)
+    assert int(run.timeouts) >= 1 and int(run.rto_expiries) > int(run.timeouts)
+    assert int(run.sent) == int(run.delivered) + int(run.dropped) + int(run.in_flight)
