@@ -25,7 +25,9 @@ rate, loss events and timeouts per 1000 packets, the AFCT overall and per size b
 Fig. 1 network with TCP (155 and 100 Mb/s, 20 ms each; one flow on the first link, 16 across both,
 starting `--stagger` s apart; limited transmit off, initial window 2, minimum RTO 200 ms), runs each
 seed; fluidcc replays its exact start times. Compared: each link's utilization, mean queue and drop
-rate, loss events and timeouts per 1000 packets forwarded by link 1, the short flow's throughput
+rate, loss events, timeouts (entries into loss recovery by timeout, as ns-3's CongState trace counts
+them) and expiries of the retransmission timer (repeated ones included) per 1000 packets forwarded
+by link 1, the short flow's throughput
 and the long flows' mean throughput (received packets over the time since the flow's start).
 
 Run:
@@ -223,6 +225,7 @@ def run_twolink(args, seeds) -> int:
                                 route=np.array([0 if f["name"] == "short" else 1 for f in flows])))
         row = {"wall_s": r["wall_s"], "loss_events_per_1000": r["loss_events_per_1000"],
                "timeouts_per_1000": r["timeouts_per_1000"],
+               "rto_expiries_per_1000": 1000.0 * r["rto_expiries"] / r["links"][0]["run"]["data_packets_forwarded"],
                "short_mbps": flows[0]["throughput_mbps"],
                "long_mbps": float(np.nanmean([np.nan if f["throughput_mbps"] is None else f["throughput_mbps"]
                                               for f in flows[1:]]))}
@@ -246,6 +249,7 @@ def run_twolink(args, seeds) -> int:
         forwarded = float(v.link_data_accepted.sel(link="l1"))
         row = {"loss_events_per_1000": 1000.0 * float(v.recoveries.sum() + v.timeouts.sum()) / forwarded,
                "timeouts_per_1000": 1000.0 * float(v.timeouts.sum()) / forwarded,
+               "rto_expiries_per_1000": 1000.0 * float(v.rto_expiries.sum()) / forwarded,
                "short_mbps": float(mbps[0]), "long_mbps": float(np.nanmean(mbps[1:]))}
         for name in ("l1", "l2"):
             link = v.sel(link=name)

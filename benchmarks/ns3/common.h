@@ -317,6 +317,20 @@ struct LossEvents
 {
     uint64_t recoveries = 0;
     uint64_t timeouts = 0;
+    // Every expiry of the retransmission timer, repeated ones in CA_LOSS included: ReTxTimeout
+    // doubles the RTO (to 60 s at most), and the socket's RTO trace shows that change. An RTO
+    // recomputed from an RTT sample (srtt + 4 rttvar, at least MinRto) is not exactly twice the
+    // last one except by coincidence, and never when the RTO is already at its 60 s cap.
+    uint64_t rtoExpiries = 0;
+
+    void OnRto(Time oldValue, Time newValue)
+    {
+        const Time doubled = std::min(oldValue + oldValue, Seconds(60));
+        if (newValue == doubled && newValue > oldValue)
+        {
+            ++rtoExpiries;
+        }
+    }
 
     void OnCongState(TcpSocketState::TcpCongState_t /* oldValue */,
                      TcpSocketState::TcpCongState_t newValue)
@@ -503,6 +517,7 @@ class FlowSet
         {
             total.recoveries += f.losses.recoveries;
             total.timeouts += f.losses.timeouts;
+            total.rtoExpiries += f.losses.rtoExpiries;
         }
         return total;
     }
@@ -520,6 +535,7 @@ class FlowSet
         f.socket->TraceConnectWithoutContext(
             "CongState",
             MakeCallback(&LossEvents::OnCongState, &m_flows[id].losses));
+        f.socket->TraceConnectWithoutContext("RTO", MakeCallback(&LossEvents::OnRto, &m_flows[id].losses));
         int bound = f.socket->Bind(InetSocketAddress(f.senderAddress, f.senderPort));
         NS_ABORT_MSG_IF(bound != 0, "cannot bind " << f.senderAddress << ":" << f.senderPort);
         f.socket->SetConnectCallback(
