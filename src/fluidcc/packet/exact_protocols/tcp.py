@@ -25,11 +25,11 @@ Windows are in whole bytes, as ns-3 keeps them (segment: the network's packet si
   max(min_rto, srtt + max(1 ms, 4 rttvar)), recomputed whenever the timer restarts.
 * **Retransmission timer**: started when data is sent and it is idle; restarted on every ACK of new
   data, except within a recovery, where only the first partial ACK restarts it. On expiry:
-  ssthresh = max(2 segments, in flight / 2) (not again if the flow is in LOSS and has sent its head
-  again since going back), cwnd = one segment, the guesses cleared, recover = the highest sequence
-  sent, RTO doubled (to 60 s at most; until the timer next restarts), and sending goes back to the
-  first unacknowledged segment (go-back-N, in slow start: state LOSS, where duplicate ACKs are
-  ignored, until an ACK reaches recover).
+  ssthresh = max(2 segments, in flight / 2) (at every expiry, as ns-3.37 does in effect), cwnd = one
+  segment, the guesses cleared, recover = the highest sequence sent, RTO doubled (to 60 s at most;
+  until the timer next restarts), and sending goes back to the first unacknowledged segment
+  (go-back-N, in slow start: state LOSS, where duplicate ACKs are ignored, until an ACK reaches
+  recover).
 * **Counts** (`report`): `recoveries` and `timeouts` are entries into fast recovery and into LOSS,
   as ns-3's CongState trace counts them (a timer that expires again in LOSS is not a new timeout);
   `rto_expiries` counts every expiry.
@@ -152,14 +152,13 @@ class TCP(ExactProtocol, FieldSettings):
         timeout = expired & outstanding
         segment = params.segment
         pipe = self._pipe(s) * segment
-        # a timeout in LOSS whose head has been sent again since going back keeps ssthresh (ns-3's
-        # ReTxTimeout); in LOSS, [snd_una, snd_nxt) is what was sent again since going back
-        again_in_loss = (s["state"] == LOSS) & (s["snd_nxt"] > s["snd_una"])
-        cut = timeout & ~again_in_loss
+        # every expiry lowers ssthresh, a repeated one in LOSS too: ns-3.37's ReTxTimeout keeps it
+        # only if the head was sent again, but asks after SetSentListLost has cleared that mark
+        # (its trace shows ssthresh = 4 segments after a second expiry with 8 in flight)
         rto = jnp.where(timeout, jnp.minimum(2.0 * s["rto"], params.max_rto), s["rto"])
         return {**s, "phase": jnp.where(open_syn, 1, phase), "syn_due": s["syn_due"] | open_syn,
                 "syn_wait": syn_wait, "syn_at": jnp.where(open_syn, jnp.inf, s["syn_at"]),
-                "ssthresh": jnp.where(cut, jnp.maximum(2.0 * segment, jnp.floor(pipe / 2.0)), s["ssthresh"]),
+                "ssthresh": jnp.where(timeout, jnp.maximum(2.0 * segment, jnp.floor(pipe / 2.0)), s["ssthresh"]),
                 "cwnd": jnp.where(timeout, segment, s["cwnd"]),
                 "recover": jnp.where(timeout, s["high_tx"], s["recover"]),
                 "recover_active": s["recover_active"] | timeout,
