@@ -7,7 +7,7 @@ import jax.numpy as jnp
 
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
-from fluidcc.packet.exact import Flows
+from fluidcc.packet.exact import ACK, Ack, Flows
 from fluidcc.packet.exact_protocols import TCP
 from fluidcc.packet.exact_protocols.tcp import LOSS, OPEN, RECOVERY, TCPParams
 from fluidcc.packet.workloads import FlowTable
@@ -57,3 +57,29 @@ def test_a_long_capacity_dip_makes_the_timer_expire_again_in_loss():
     assert int(run.status) == 0, str(run.message.values)
     assert int(run.timeouts) >= 1 and int(run.rto_expiries) > int(run.timeouts)
     assert int(run.sent) == int(run.delivered) + int(run.dropped) + int(run.in_flight)
+
+
+def test_an_ack_of_several_segments_grows_the_window_as_ns3s_increase_window():
+    """ns-3.37's NewReno grows cwnd per ACK with the segments it covers: slow start takes one
+    (+1 segment) and, if that reaches ssthresh, congestion avoidance adds its increment on the same
+    ACK (its trace on the two-link network: 1 -> 2.00 -> 2.50 segments on one ACK of two segments,
+    ssthresh 2); the ACK that ends LOSS counts only the segments above recover, so an ACK that
+    reaches recover exactly does not grow the window. Four flows, one ACK each:
+    OPEN, cwnd 9 of ssthresh 10 segments, an ACK of 3 segments: 10 + 1000/10 bytes' increment;
+    OPEN, cwnd 4 of 10, an ACK of 3: slow start only, 5;
+    LOSS ending exactly at recover: cwnd stays 3; LOSS ending 2 segments above recover: 4."""
+    tcp, params = TCP(), _params()
+    flows = Flows(start=jnp.zeros(4), stop=jnp.full(4, jnp.inf), size=jnp.full(4, jnp.inf))
+    s = tcp.init(params, flows, None)
+    s = {**s, "phase": jnp.full(4, 2), "state": jnp.array([OPEN, OPEN, LOSS, LOSS]),
+         "snd_una": jnp.full(4, 100), "snd_nxt": jnp.full(4, 120), "high_tx": jnp.full(4, 120),
+         "recover": jnp.array([0, 0, 110, 110]), "recover_active": jnp.array([False, False, True, True]),
+         "retx_hi": jnp.full(4, 200),  # no RTT sample: the RTO is not what this test is about
+         "ssthresh": jnp.array([10, 10, 20, 20]) * SEGMENT, "cwnd": jnp.array([9, 4, 3, 3]) * SEGMENT,
+         "timer": jnp.full(4, 9.0), "rto": jnp.full(4, 0.4)}
+    ack = Ack(kind=jnp.full(4, ACK), ack_no=jnp.array([103, 103, 110, 112]), echo=jnp.zeros(4),
+              header=jnp.zeros((4, 0)))
+    after = tcp.on_ack(s, params, flows, jnp.asarray(1.0), jnp.ones(4, bool), ack)
+    np.testing.assert_array_equal(np.asarray(after["cwnd"]),
+                                  [10 * SEGMENT + 100.0, 5 * SEGMENT, 3 * SEGMENT, 4 * SEGMENT])
+    np.testing.assert_array_equal(np.asarray(after["state"]), [OPEN, OPEN, OPEN, OPEN])

@@ -13,7 +13,10 @@ Windows are in whole bytes, as ns-3 keeps them (segment: the network's packet si
   segment first, else new data. A cumulative ACK takes the guesses on the segments it covers; a
   guess left on the new head marks it lost, and it is sent again.
 * **Slow start**: cwnd += one segment per ACK of new data while cwnd < ssthresh (initial ssthresh
-  unlimited); **congestion avoidance**: cwnd += max(1, floor(segment^2 / cwnd)) bytes per ACK.
+  unlimited); **congestion avoidance**: cwnd += max(1, floor(segment^2 / cwnd)) bytes per ACK. An
+  ACK that covers several segments and takes cwnd to ssthresh in slow start also adds the
+  avoidance increment; the ACK that ends LOSS grows the window only if it covers segments above
+  recover (ns-3's `IncreaseWindow` with the segments acknowledged).
 * **Fast recovery** on the third duplicate ACK if the cumulative ACK has reached `recover` (or no
   recovery or timeout is pending): the head is lost, ssthresh = max(2 segments, (in flight + 1
   segment) / 2), cwnd = ssthresh, recover = the highest sequence sent, and the head is sent again.
@@ -235,11 +238,16 @@ class TCP(ExactProtocol, FieldSettings):
         recover_active = recover_active & ~(new & (a >= recover))
         state = jnp.where(ends, OPEN, state)
         dupacks = jnp.where(new, 0, dupacks)
-        # window growth: in LOSS (slow start) and on every ACK that ends in OPEN
+        # window growth (ns-3's IncreaseWindow with the segments the ACK covers): in LOSS and on every
+        # ACK that ends in OPEN; leaving LOSS, only the segments above recover count (often none).
+        # Slow start takes one of them (+1 segment); if that reaches ssthresh and some are left,
+        # congestion avoidance adds its increment on the same ACK.
         grow = loss_partial | ends
-        slow = grow & (cwnd < ssthresh)
+        counted_segments = jnp.where(ends & (was == LOSS), a - s["recover"], k)
+        slow = grow & (cwnd < ssthresh) & (counted_segments >= 1)
         cwnd = jnp.where(slow, cwnd + segment, cwnd)
-        avoid = grow & ~slow
+        remaining = jnp.where(slow, counted_segments - 1, counted_segments)
+        avoid = grow & (cwnd >= ssthresh) & (remaining >= 1)
         cwnd = jnp.where(avoid, cwnd + jnp.maximum(1.0, jnp.floor(segment * segment / cwnd)), cwnd)
         snd_una = jnp.where(new, a, snd_una)
         snd_nxt = jnp.maximum(s["snd_nxt"], snd_una)
