@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from fluidcc.errors import ParameterError
 
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
@@ -83,3 +86,21 @@ def test_an_ack_of_several_segments_grows_the_window_as_ns3s_increase_window():
     np.testing.assert_array_equal(np.asarray(after["cwnd"]),
                                   [10 * SEGMENT + 100.0, 5 * SEGMENT, 3 * SEGMENT, 4 * SEGMENT])
     np.testing.assert_array_equal(np.asarray(after["state"]), [OPEN, OPEN, OPEN, OPEN])
+
+
+def test_receivers_keep_every_hole_by_default_and_a_run_that_discards_says_so():
+    """A lone flow's slow start overshoots a 20-packet buffer with a 10x faster interface: every
+    other packet of the last window is dropped, so its receiver holds dozens of runs. By default a
+    receiver keeps as many runs as the links can leave holes (ns-3 keeps any amount) and discards
+    nothing; kept to 2 runs, it discards data, and the run's status says so. A bad count is named."""
+    network = Network((Link("l", 1000.0, 0.05, buffer_packets=20),), (Flow("f", ("l",), interface_pps=1e4),))
+    table = FlowTable(np.array([0.0]), np.array([np.inf]))
+    kept = simulate_exact(network, TCP(), table, duration_s=3.0)
+    assert int(kept.status[0]) == 0 and int(kept.discarded.sum()) == 0
+    assert int(kept.dropped.sum()) > 20  # holes enough for more than 2 runs
+    few = simulate_exact(network, TCP(), table, duration_s=3.0, receiver_runs=2)
+    assert int(few.discarded.sum()) > 0 and int(few.status[0]) == 4
+    assert "receiver_runs" in str(few.message.values[0])
+    for bad in (0, 2.5, True):
+        with pytest.raises(ParameterError, match="receiver_runs"):
+            simulate_exact(network, TCP(), table, duration_s=1.0, receiver_runs=bad)

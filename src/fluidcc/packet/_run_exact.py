@@ -17,7 +17,7 @@ from .._version import stamp
 from ..errors import ParameterError
 from ..network import Network
 from ._run import _shared_routes, _tables, compile_key
-from .exact import STATUS, Flows, Plan, check_step, pool_size_for, simulate_events
+from .exact import STATUS, Flows, Plan, check_step, pool_size_for, receiver_runs_for, simulate_events
 from .workloads import FlowTable
 
 
@@ -29,7 +29,7 @@ def _check_positive(name: str, value, allowed: str) -> float:
 
 def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] | None = None, *,
                    duration_s: float, step_s: float | None = None, seeds=(0,), sample_s: float | None = None,
-                   buffers=None, pool_size: int | None = None) -> xr.Dataset:
+                   buffers=None, pool_size: int | None = None, receiver_runs: int | None = None) -> xr.Dataset:
     """Simulate `protocol` (a `fluidcc.packet.exact_protocols` protocol) on `network` with the exact
     engine, one run per seed, vmapped.
 
@@ -37,7 +37,10 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     flow). step_s: the engine's step, at most the lookahead (default: the lookahead; no result
     depends on it). sample_s: spacing of the time series (default: duration / 1000). buffers: per
     link, packets (default: as the network gives, else one BDP). pool_size: packets and ACKs the
-    run may hold at once (default: `pool_size_for`).
+    run may hold at once (default: `pool_size_for`). receiver_runs: runs of out-of-order data each
+    receiver keeps (default: `receiver_runs_for`; ns-3 keeps any amount). Data that would need one
+    more run is counted in `discarded` and the sender must send it again; such a run differs from
+    a receiver that keeps everything, and its status says so.
 
     Returns a dataset over (run, flow) and (run, link): per flow packets sent, delivered, dropped
     and in flight at the end (sent = delivered + dropped + in flight, exactly), received,
@@ -71,16 +74,22 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
                                   or pool_size < 2):
         raise ParameterError("pool_size", pool_size, "a whole number >= 2 of packets and ACKs held at once")
     pool = pool_size_for(plan, width) if pool_size is None else int(pool_size)
+    if receiver_runs is None:
+        receiver_runs = receiver_runs_for(plan)
+    elif isinstance(receiver_runs, bool) or not isinstance(receiver_runs, (int, np.integer)) or receiver_runs < 1:
+        raise ParameterError("receiver_runs", receiver_runs, "a whole number >= 1 of out-of-order runs per receiver")
     params = protocol.params(network, plan, tables)
     arrays = Flows(start=jnp.asarray(start), stop=jnp.asarray(stop), size=jnp.asarray(size))
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
 
     began = time.perf_counter()
-    run = _compiled(protocol, plan, duration, sample, pool)
+    run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs))
     out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))
     wall = time.perf_counter() - began
-    return _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool, out,
-                    wall)
+    dataset = _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool, out,
+                       wall)
+    dataset.attrs["receiver_runs"] = int(receiver_runs)
+    return dataset
 
 
 _CACHE: dict = {}
@@ -93,17 +102,17 @@ def _forward_filled(values: np.ndarray) -> np.ndarray:
     return np.take_along_axis(values, index, axis=1)
 
 
-def _compiled(protocol, plan: Plan, duration: float, sample: float, pool: int):
+def _compiled(protocol, plan: Plan, duration: float, sample: float, pool: int, receiver_runs: int):
     """The jitted, vmapped run for this protocol and plan (kept, so that JAX reuses its compilation
     for every call of the same shapes; the step and the parameters are arguments)."""
-    key = (*compile_key(protocol, plan), duration, sample, pool)
+    key = (*compile_key(protocol, plan), duration, sample, pool, receiver_runs)
     if key not in _CACHE:
         if len(_CACHE) >= 32:
             _CACHE.pop(next(iter(_CACHE)))
 
         def one(seed_key, flows_k, params, step):
             return simulate_events(protocol, plan, flows_k, params, seed_key, step, end_s=duration, sample_s=sample,
-                                   pool_size=pool)
+                                   pool_size=pool, receiver_runs=receiver_runs)
 
         _CACHE[key] = jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)))
     return _CACHE[key]
@@ -134,6 +143,8 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
     queue = np.diff(waited, axis=1) / width
     finish = np.asarray(out["finish"])
     status = np.asarray(out["status"])
+    # a run that went to its end but whose receivers threw data away: its own status
+    status = np.where((status == 0) & (np.asarray(out["discarded"]).sum(axis=1) > 0), 4, status)
     links = out["links"]
     data = {
         "start": (per, start, {"units": "s", "long_name": "flow start"}),
@@ -143,7 +154,8 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
         "delivered": (per, out["delivered"], {"units": "packets", "long_name": "data packets that reached the receiver"}),
         "received": (per, out["received"], {"units": "packets", "long_name": "in-order data at the receiver"}),
         "duplicates": (per, out["duplicates"], {"units": "packets", "long_name": "delivered again"}),
-        "discarded": (per, out["discarded"], {"units": "packets"}),
+        "discarded": (per, out["discarded"], {"units": "packets", "long_name": "out-of-order data the receiver could not keep "
+                                              "(beyond receiver_runs runs)"}),
         "stored": (per, out["stored"], {"units": "packets", "long_name": "held out of order at the end"}),
         "dropped": (per, out["dropped"], {"units": "packets", "long_name": "data packets dropped"}),
         "control_dropped": (per, out["control_dropped"], {"units": "packets", "long_name": "SYNs and ACKs dropped"}),

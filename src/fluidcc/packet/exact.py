@@ -59,7 +59,8 @@ FREE = -1
 #: Run statuses (a code per run) and their messages.
 STATUS = {0: "ok", 1: "the packet pool was full: a packet could not be sent (raise pool_size)",
           2: "a step needed more iterations than allowed: a sender kept sending at one instant",
-          3: f"more than {1024} events at one instant at one stage"}
+          3: f"more than {1024} events at one instant at one stage",
+          4: "a receiver had more out-of-order runs than it keeps and discarded data (raise receiver_runs)"}
 _BIG = np.iinfo(np.int64).max  # above every tie-break key
 #: Most events a stage takes in one chunk (a chunk is sorted once; a sort of the whole pool costs
 #: more on a CPU than the rest of a step).
@@ -389,7 +390,7 @@ class LinkState(_Record):
 @dataclass(frozen=True)
 class Receivers(_Record):
     """Per flow (F): the next sequence number expected, the echoed timestamp (RFC 7323's
-    TS.Recent) and the out-of-order ranges held ([ooo_s, ooo_e), OOO_RANGES per flow)."""
+    TS.Recent) and the out-of-order ranges held ([ooo_s, ooo_e), `receiver_runs` per flow)."""
 
     rcv_nxt: jax.Array
     ts_recent: jax.Array
@@ -438,6 +439,15 @@ class EngineState(_Record):
 
 
 # ------------------------------------------------------------------------------- the engine
+def receiver_runs_for(plan: Plan) -> int:
+    """Runs of out-of-order data per receiver: one for every other packet the network's links can
+    hold at once (buffer plus what the capacity puts on the wire in the propagation delay), as many
+    holes as one window's drops can leave, rounded up to a power of two (at least 16)."""
+    capacity_pps = np.nanmax(plan.capacity_Bps, axis=1) / plan.data_bytes
+    held = float(np.sum(plan.buffer + capacity_pps * plan.propagation_s))
+    return max(16, 1 << int(math.ceil(math.log2(max(held / 2.0, 1.0)))))
+
+
 def pool_size_for(plan: Plan, flows_width: int) -> int:
     """A pool large enough for the packets and ACKs a run can have in flight: per link its buffer
     and what its capacity puts on the wire in its propagation delay, doubled for the ACKs, plus a
@@ -449,7 +459,7 @@ def pool_size_for(plan: Plan, flows_width: int) -> int:
 
 
 def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, key, step_s, *, end_s: float,
-                    sample_s: float, pool_size: int):
+                    sample_s: float, pool_size: int, receiver_runs: int = OOO_RANGES):
     """One run (jit and vmap it for batches; `step_s` may be traced). Returns a dict of JAX arrays."""
     F, L, K, P, R = plan.n_flows, plan.n_links, protocol.header_size, pool_size, plan.ring
     S = min(P, CHUNK)
@@ -480,8 +490,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             ("arrived", "accepted", "dropped", "served_bytes", "wait_in_n", "wait_in_sum", "wait_out_n",
              "wait_out_sum")}
     receivers = Receivers(rcv_nxt=jnp.zeros(F, jnp.int32), ts_recent=jnp.zeros(F),
-                          ooo_s=jnp.full((F, OOO_RANGES), _NONE, jnp.int32),
-                          ooo_e=jnp.full((F, OOO_RANGES), _NONE, jnp.int32))
+                          ooo_s=jnp.full((F, receiver_runs), _NONE, jnp.int32),
+                          ooo_e=jnp.full((F, receiver_runs), _NONE, jnp.int32))
     zeros = jnp.zeros(F, jnp.int32)
     counters = FlowCounters(sent=zeros, delivered=zeros, dropped=zeros, duplicates=zeros, discarded=zeros,
                             control_dropped=zeros, packets_sent=zeros, acks_received=zeros,
