@@ -86,10 +86,8 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs))
     out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))
     wall = time.perf_counter() - began
-    dataset = _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool, out,
-                       wall)
-    dataset.attrs["receiver_runs"] = int(receiver_runs)
-    return dataset
+    return _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool,
+                    int(receiver_runs), out, wall)
 
 
 _CACHE: dict = {}
@@ -118,8 +116,8 @@ def _compiled(protocol, plan: Plan, duration: float, sample: float, pool: int, r
     return _CACHE[key]
 
 
-def _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool, out,
-             wall) -> xr.Dataset:
+def _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool, receiver_runs,
+             out, wall) -> xr.Dataset:
     per = ("run", "flow")
     padding = route < 0
     size = np.where(padding, np.nan, size)
@@ -143,8 +141,6 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
     queue = np.diff(waited, axis=1) / width
     finish = np.asarray(out["finish"])
     status = np.asarray(out["status"])
-    # a run that went to its end but whose receivers threw data away: its own status
-    status = np.where((status == 0) & (np.asarray(out["discarded"]).sum(axis=1) > 0), 4, status)
     links = out["links"]
     data = {
         "start": (per, start, {"units": "s", "long_name": "flow start"}),
@@ -196,6 +192,7 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
     attrs = {"title": "fluidcc packet simulation (exact engine)", "protocol": protocol.name,
              "protocol_settings": json.dumps(getattr(protocol, "settings", lambda: {})()), **stamp(jax_version=False),
              "step_s": step, "lookahead_s": plan.lookahead_s, "duration_s": duration, "pool_size": pool,
+             "receiver_runs": receiver_runs,
              "network": json.dumps(network.to_dict()), "wall_s": wall,
              "buffer_packets": json.dumps(plan.buffer.tolist()), "flow_names": json.dumps(network.flow_names)}
     return xr.Dataset(data, coords=coords, attrs=attrs)

@@ -50,7 +50,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..network import Network
-from .engine import OOO_RANGES, _NONE, _receive, default_buffers
+from .engine import _NONE, _receive, default_buffers
 
 #: Kinds of packet.
 DATA, ACK, SYN, SYNACK = 0, 1, 2, 3
@@ -459,8 +459,10 @@ def pool_size_for(plan: Plan, flows_width: int) -> int:
 
 
 def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, key, step_s, *, end_s: float,
-                    sample_s: float, pool_size: int, receiver_runs: int = OOO_RANGES):
-    """One run (jit and vmap it for batches; `step_s` may be traced). Returns a dict of JAX arrays."""
+                    sample_s: float, pool_size: int, receiver_runs: int | None = None):
+    """One run (jit and vmap it for batches; `step_s` may be traced). Returns a dict of JAX arrays.
+    receiver_runs: out-of-order runs each receiver keeps (default: `receiver_runs_for`)."""
+    receiver_runs = receiver_runs_for(plan) if receiver_runs is None else receiver_runs
     F, L, K, P, R = plan.n_flows, plan.n_links, protocol.header_size, pool_size, plan.ring
     S = min(P, CHUNK)
     n_bins = int(math.ceil(end_s / sample_s - 1e-12))
@@ -806,6 +808,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     held = jax.ops.segment_sum((pool.place != FREE).astype(jnp.int32), pool.flow, num_segments=F)
     rx = carry.receivers
     stored = jnp.sum(jnp.where(rx.ooo_s < _NONE, rx.ooo_e - rx.ooo_s, 0), axis=1)
+    # a run that went to its end but whose receivers threw data away has its own status
+    status = jnp.where((carry.status == 0) & (jnp.sum(carry.counters.discarded) > 0), 4, carry.status)
     return {**carry.counters.as_dict(), "in_flight": in_flight, "held": held, "received": rx.rcv_nxt,
             "stored": stored, "links": carry.links.as_dict(), "bins": carry.bins, "protocol": carry.proto,
-            "router": carry.router, "observed": carry.observed, "status": carry.status}
+            "router": carry.router, "observed": carry.observed, "status": status}
