@@ -1,7 +1,13 @@
 """The iXCP paper's Fig. 1 network, shared by the explicit-rate benchmarks (`qcp_packet.py`,
-`rcp_packet.py`): 155 and 100 Mb/s, 20 ms each; one flow on the first link, 16 across both."""
+`rcp_packet.py`): 155 and 100 Mb/s, 20 ms each; one flow on the first link, 16 across both; and its
+ns-3 program (`benchmarks/ns3/twolink.cc`) with its replay in fluidcc, shared by the TCP comparisons
+(`packet_exact.py`, `twolink_timeline.py`)."""
 
 from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
 
 import numpy as np
 
@@ -9,6 +15,13 @@ from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.workloads import FlowTable
 from fluidcc.units import mbps_to_pps
+
+HERE = Path(__file__).resolve().parent
+NS3_TWOLINK = HERE / "ns3" / "build" / "twolink"
+#: the ns-3 senders' 10 Gb/s access links and their 2 us to the first router (ns-3's link 1 gives
+#: its 2 us to the access links)
+NIC_PPS = mbps_to_pps(10_000.0)
+NIC_TO_ROUTER_S = 2e-6
 
 
 def twolink_network(scale: float, stagger: float) -> Network:
@@ -34,3 +47,26 @@ def second_half_goodput(network: Network, protocol, duration_s: float, sample_s:
     full = simulate_exact(network, protocol, table, duration_s=duration_s, sample_s=sample_s).isel(run=0)
     first = simulate_exact(network, protocol, table, duration_s=half, sample_s=0.5).isel(run=0)
     return full, first, (full.received.values - first.received.values) / (duration_s - half)
+
+
+def ns3_twolink(stagger: float, duration: float, seed: int) -> dict:
+    """One run of the ns-3 program (TCP NewReno, limited transmit off; built first if missing): its
+    JSON result."""
+    if not NS3_TWOLINK.exists():
+        subprocess.run(["bash", str(HERE / "ns3" / "build.sh")], check=True)
+    text = subprocess.run([str(NS3_TWOLINK), f"--stagger={stagger:g}", f"--duration={duration:g}", f"--seed={seed}",
+                           "--limitedTransmit=0"], check=True, capture_output=True, text=True).stdout
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def ns3_replay(result: dict) -> tuple[Network, FlowTable]:
+    """ns-3's network (its links, the senders' access links) and its flows at their start times, for
+    the exact engine."""
+    links = tuple(Link(l["name"], float(l["capacity_pps"]), float(l["delay_s"]),
+                       buffer_packets=float(l["buffer_packets"])) for l in result["links"])
+    network = Network(links, (Flow("short", ("l1",), access_delay_s=NIC_TO_ROUTER_S, interface_pps=NIC_PPS),
+                              Flow("long", ("l1", "l2"), access_delay_s=NIC_TO_ROUTER_S, interface_pps=NIC_PPS)))
+    flows = result["flows"]
+    table = FlowTable(np.array([f["start_s"] for f in flows]), np.full(len(flows), np.inf),
+                      route=np.array([0 if f["name"] == "short" else 1 for f in flows]))
+    return network, table

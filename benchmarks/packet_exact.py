@@ -55,6 +55,7 @@ from fluidcc.packet.workloads import FlowTable, read_trace
 from fluidcc.units import mbps_to_pps
 
 from _harness import machine_info, timed, write_json
+from _twolink import ns3_replay, ns3_twolink
 
 HERE = Path(__file__).resolve().parent
 BOTTLENECK_PPS = mbps_to_pps(100.0)
@@ -205,24 +206,13 @@ def run_shortflows(args, seeds) -> int:
 
 
 def run_twolink(args, seeds) -> int:
-    binary = HERE / "ns3" / "build" / "twolink"
-    if not binary.exists():
-        subprocess.run(["bash", str(HERE / "ns3" / "build.sh")], check=True)
     theirs, tables, net = [], [], None
     for seed in seeds:
-        text = subprocess.run([str(binary), f"--stagger={args.stagger:g}", f"--duration={args.duration:g}",
-                               f"--seed={seed}", "--limitedTransmit=0"], check=True, capture_output=True,
-                              text=True).stdout
-        r = json.loads(text.strip().splitlines()[-1])
-        if net is None:
-            # ns-3's link 1 gives its 2 us to the access links (the senders' 2 us here)
-            links = tuple(Link(l["name"], float(l["capacity_pps"]), float(l["delay_s"]),
-                               buffer_packets=float(l["buffer_packets"])) for l in r["links"])
-            net = Network(links, (Flow("short", ("l1",), access_delay_s=NIC_TO_BOTTLENECK_S, interface_pps=NIC_PPS),
-                                  Flow("long", ("l1", "l2"), access_delay_s=NIC_TO_BOTTLENECK_S, interface_pps=NIC_PPS)))
+        r = ns3_twolink(args.stagger, args.duration, seed)
+        network, table = ns3_replay(r)
+        net = network if net is None else net
+        tables.append(table)
         flows = r["flows"]
-        tables.append(FlowTable(np.array([f["start_s"] for f in flows]), np.full(len(flows), np.inf),
-                                route=np.array([0 if f["name"] == "short" else 1 for f in flows])))
         row = {"wall_s": r["wall_s"], "loss_events_per_1000": r["loss_events_per_1000"],
                "timeouts_per_1000": r["timeouts_per_1000"],
                "rto_expiries_per_1000": 1000.0 * r["rto_expiries"] / r["links"][0]["run"]["data_packets_forwarded"],

@@ -17,41 +17,17 @@ Run:
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
 
-from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import TCP
-from fluidcc.packet.workloads import FlowTable
-from fluidcc.units import mbps_to_pps
 
 from _harness import machine_info, write_json
+from _twolink import ns3_replay, ns3_twolink
 
 HERE = Path(__file__).resolve().parent
-NIC_PPS = mbps_to_pps(10_000.0)  # the senders' 10 Gb/s access links
-NIC_TO_ROUTER_S = 2e-6
-
-
-def ns3_run(binary: Path, stagger: float, until: float, seed: int) -> dict:
-    text = subprocess.run([str(binary), f"--stagger={stagger:g}", f"--duration={until:g}", f"--seed={seed}",
-                           "--limitedTransmit=0"], check=True, capture_output=True, text=True).stdout
-    return json.loads(text.strip().splitlines()[-1])
-
-
-def replay(r: dict) -> tuple[Network, FlowTable]:
-    """ns-3's network and its flows' start times, for the exact engine."""
-    links = tuple(Link(l["name"], float(l["capacity_pps"]), float(l["delay_s"]),
-                       buffer_packets=float(l["buffer_packets"])) for l in r["links"])
-    network = Network(links, (Flow("short", ("l1",), access_delay_s=NIC_TO_ROUTER_S, interface_pps=NIC_PPS),
-                              Flow("long", ("l1", "l2"), access_delay_s=NIC_TO_ROUTER_S, interface_pps=NIC_PPS)))
-    flows = r["flows"]
-    table = FlowTable(np.array([f["start_s"] for f in flows]), np.full(len(flows), np.inf),
-                      route=np.array([0 if f["name"] == "short" else 1 for f in flows]))
-    return network, table
 
 
 def main() -> int:
@@ -63,15 +39,12 @@ def main() -> int:
                         help="out-of-order runs each fluidcc receiver keeps (default: the engine's, receiver_runs_for)")
     parser.add_argument("--out", default=str(HERE / "twolink_timeline.json"))
     args = parser.parse_args()
-    binary = HERE / "ns3" / "build" / "twolink"
-    if not binary.exists():
-        subprocess.run(["bash", str(HERE / "ns3" / "build.sh")], check=True)
     seeds = list(range(1, args.seeds + 1))
     rows, run_attrs = [], {}
     for until in (float(x) for x in args.until.split(",")):
-        theirs = [ns3_run(binary, args.stagger, until, seed) for seed in seeds]
-        network, _ = replay(theirs[0])
-        tables = [replay(r)[1] for r in theirs]
+        theirs = [ns3_twolink(args.stagger, until, seed) for seed in seeds]
+        network, _ = ns3_replay(theirs[0])
+        tables = [ns3_replay(r)[1] for r in theirs]
         run = simulate_exact(network, TCP(limited_transmit=False), tables, duration_s=until, seeds=seeds,
                              receiver_runs=args.receiver_runs)
         run_attrs = dict(run.attrs)
