@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fluidcc.errors import ParameterError
 
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
-from fluidcc.packet.exact import ACK, Ack, Flows
+from fluidcc.packet.exact import ACK, Ack, Flows, Receivers, _receive_one
 from fluidcc.packet.exact_protocols import TCP
 from fluidcc.packet.exact_protocols.tcp import LOSS, OPEN, RECOVERY, TCPParams
 from fluidcc.packet.workloads import FlowTable
@@ -90,17 +93,53 @@ def test_an_ack_of_several_segments_grows_the_window_as_ns3s_increase_window():
 
 def test_receivers_keep_every_hole_by_default_and_a_run_that_discards_says_so():
     """A lone flow's slow start overshoots a 20-packet buffer with a 10x faster interface: every
-    other packet of the last window is dropped, so its receiver holds dozens of runs. By default a
-    receiver keeps as many runs as the links can leave holes (ns-3 keeps any amount) and discards
-    nothing; kept to 2 runs, it discards data, and the run's status says so. A bad count is named."""
+    other packet of the last window is dropped, so its receiver holds dozens of runs. By default the
+    receivers' store has a place for every packet the links can hold (ns-3 keeps any amount) and
+    discards nothing; kept to 2 runs, it discards data, and the run's status says so. A bad count
+    is named."""
     network = Network((Link("l", 1000.0, 0.05, buffer_packets=20),), (Flow("f", ("l",), interface_pps=1e4),))
     table = FlowTable(np.array([0.0]), np.array([np.inf]))
     kept = simulate_exact(network, TCP(), table, duration_s=3.0)
     assert int(kept.status[0]) == 0 and int(kept.discarded.sum()) == 0
     assert int(kept.dropped.sum()) > 20  # holes enough for more than 2 runs
+    assert 2 < int(kept.receiver_runs_peak[0]) <= kept.attrs["receiver_runs"]
     few = simulate_exact(network, TCP(), table, duration_s=3.0, receiver_runs=2)
     assert int(few.discarded.sum()) > 0 and int(few.status[0]) == 4
+    assert int(few.receiver_runs_peak[0]) == 2
     assert "receiver_runs" in str(few.message.values[0])
     for bad in (0, 2.5, True):
         with pytest.raises(ParameterError, match="receiver_runs"):
             simulate_exact(network, TCP(), table, duration_s=1.0, receiver_runs=bad)
+
+
+@settings(deadline=None, max_examples=30)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 11)), min_size=1, max_size=60))
+def test_the_shared_store_of_runs_is_each_receiver_s_set_of_packets(arrivals):
+    """Data packets of three flows arrive in any order, repeats included, at receivers sharing one
+    store of runs: after each arrival, each flow's next expected packet is the least it lacks, the
+    packets it holds above that are what arrived there, repeats are counted as duplicates, and the
+    places in use are the runs (maximal stretches) of the held packets over all the flows."""
+    n_flows, places = 3, 64
+    rx = Receivers(rcv_nxt=jnp.zeros(n_flows, jnp.int32), ts_recent=jnp.zeros(n_flows),
+                   run_flow=jnp.full(places, n_flows, jnp.int32), run_s=jnp.zeros(places, jnp.int32),
+                   run_e=jnp.zeros(places, jnp.int32), held=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32))
+    step = jax.jit(lambda rx, f, seq: _receive_one(rx, f, n_flows, jnp.asarray(True), seq))
+    seen = [set() for _ in range(n_flows)]
+    runs_peak = 0
+    for f, seq in arrivals:
+        rx, duplicate, discarded = step(rx, jnp.asarray(f, jnp.int32), jnp.asarray(seq, jnp.int32))
+        assert int(duplicate) == (seq in seen[f]) and int(discarded) == 0
+        seen[f].add(seq)
+        runs = 0
+        for g in range(n_flows):
+            expected = min(set(range(13)) - seen[g])
+            assert int(rx.rcv_nxt[g]) == expected
+            mine = (np.asarray(rx.run_flow) == g)
+            held = {q for s0, e0 in zip(np.asarray(rx.run_s)[mine], np.asarray(rx.run_e)[mine]) for q in range(s0, e0)}
+            above = {q for q in seen[g] if q > expected}
+            assert held == above
+            runs += sum(1 for q in above if q - 1 not in above)
+            assert int(mine.sum()) == sum(1 for q in above if q - 1 not in above)
+        assert int(rx.held) == runs
+        runs_peak = max(runs_peak, runs)
+        assert int(rx.peak) == runs_peak

@@ -37,10 +37,11 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     flow). step_s: the engine's step, at most the lookahead (default: the lookahead; no result
     depends on it). sample_s: spacing of the time series (default: duration / 1000). buffers: per
     link, packets (default: as the network gives, else one BDP). pool_size: packets and ACKs the
-    run may hold at once (default: `pool_size_for`). receiver_runs: runs of out-of-order data each
-    receiver keeps (default: `receiver_runs_for`; ns-3 keeps any amount). Data that would need one
-    more run is counted in `discarded` and the sender must send it again; such a run differs from
-    a receiver that keeps everything, and its status says so.
+    run may hold at once (default: `pool_size_for`). receiver_runs: runs of out-of-order data the
+    receivers hold at once, in one store they share (default: `receiver_runs_for`; ns-3 keeps any
+    amount; `receiver_runs_peak` shows what a run used). Data that would need one more run is
+    counted in `discarded` and the sender must send it again; such a run differs from receivers
+    that keep everything, and its status says so.
 
     Returns a dataset over (run, flow) and (run, link): per flow packets sent, delivered, dropped
     and in flight at the end (sent = delivered + dropped + in flight, exactly), received,
@@ -77,7 +78,8 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     if receiver_runs is None:
         receiver_runs = receiver_runs_for(plan)
     elif isinstance(receiver_runs, bool) or not isinstance(receiver_runs, (int, np.integer)) or receiver_runs < 1:
-        raise ParameterError("receiver_runs", receiver_runs, "a whole number >= 1 of out-of-order runs per receiver")
+        raise ParameterError("receiver_runs", receiver_runs,
+                             "a whole number >= 1 of out-of-order runs the receivers hold at once")
     params = protocol.params(network, plan, tables)
     arrays = Flows(start=jnp.asarray(start), stop=jnp.asarray(stop), size=jnp.asarray(size))
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
@@ -151,7 +153,7 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
         "received": (per, out["received"], {"units": "packets", "long_name": "in-order data at the receiver"}),
         "duplicates": (per, out["duplicates"], {"units": "packets", "long_name": "delivered again"}),
         "discarded": (per, out["discarded"], {"units": "packets", "long_name": "out-of-order data the receiver could not keep "
-                                              "(beyond receiver_runs runs)"}),
+                                              "(its receivers' store of receiver_runs runs was full)"}),
         "stored": (per, out["stored"], {"units": "packets", "long_name": "held out of order at the end"}),
         "dropped": (per, out["dropped"], {"units": "packets", "long_name": "data packets dropped"}),
         "control_dropped": (per, out["control_dropped"], {"units": "packets", "long_name": "SYNs and ACKs dropped"}),
@@ -176,6 +178,9 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
         "drops": (("run", "sample", "link"), bins["dropped"], {"units": "packets", "long_name": "dropped per sample"}),
         "served": (("run", "sample", "link"), bins["served_bytes"] / plan.data_bytes,
                    {"units": "packets", "long_name": "bytes whose service began, in data packets"}),
+        "receiver_runs_peak": (("run",), out["receiver_runs_peak"],
+                               {"long_name": "most runs of out-of-order data the receivers held at once "
+                                "(of receiver_runs)"}),
         "status": (("run",), status, {"long_name": "0: ok; see message"}),
         "message": (("run",), np.array([STATUS[int(s)] for s in status]), {}),
     }

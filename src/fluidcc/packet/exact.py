@@ -50,7 +50,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..network import Network
-from .engine import _NONE, _receive, default_buffers
+from .engine import _NONE, default_buffers
 
 #: Kinds of packet.
 DATA, ACK, SYN, SYNACK = 0, 1, 2, 3
@@ -60,7 +60,7 @@ FREE = -1
 STATUS = {0: "ok", 1: "the packet pool was full: a packet could not be sent (raise pool_size)",
           2: "a step needed more iterations than allowed: a sender kept sending at one instant",
           3: f"more than {1024} events at one instant at one stage",
-          4: "a receiver had more out-of-order runs than it keeps and discarded data (raise receiver_runs)"}
+          4: "the receivers had more out-of-order runs than their store holds and discarded data (raise receiver_runs)"}
 _BIG = np.iinfo(np.int64).max  # above every tie-break key
 #: Most events a stage takes in one chunk (a chunk is sorted once; a sort of the whole pool costs
 #: more on a CPU than the rest of a step).
@@ -389,13 +389,19 @@ class LinkState(_Record):
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class Receivers(_Record):
-    """Per flow (F): the next sequence number expected, the echoed timestamp (RFC 7323's
-    TS.Recent) and the out-of-order ranges held ([ooo_s, ooo_e), `receiver_runs` per flow)."""
+    """Per flow (F): the next sequence number expected and the echoed timestamp (RFC 7323's
+    TS.Recent). The runs of out-of-order data every receiver holds, in one store shared by the
+    flows (`receiver_runs` places, M): run_flow (M; F marks a free place) and [run_s, run_e); held,
+    the places in use, and peak, the most in use at once. (One store for all the flows, not a row
+    per flow: its size follows the holes the network can leave, not the flows of the run.)"""
 
     rcv_nxt: jax.Array
     ts_recent: jax.Array
-    ooo_s: jax.Array
-    ooo_e: jax.Array
+    run_flow: jax.Array
+    run_s: jax.Array
+    run_e: jax.Array
+    held: jax.Array
+    peak: jax.Array
 
 
 @jax.tree_util.register_dataclass
@@ -439,13 +445,43 @@ class EngineState(_Record):
 
 
 # ------------------------------------------------------------------------------- the engine
+def _receive_one(rx: Receivers, f, n_flows: int, valid, seq):
+    """Data packet `seq` of flow f reaches its receiver where `valid` (else nothing changes).
+    Returns (receivers, duplicates, discarded): the packet is in order (it and the runs it reaches
+    are acknowledged), a duplicate, or held out of order, merged with the runs it touches; where
+    no place is free it is discarded (counted; the run's status says so)."""
+    mine = valid & (rx.run_flow == f)
+    old = rx.rcv_nxt[f]
+    s, e = seq, seq + 1
+    duplicate = (s < old) | jnp.any(mine & (rx.run_s <= s) & (s < rx.run_e))
+    in_order = valid & (s == old)
+    absorbed = in_order & mine & (rx.run_s <= e)  # runs never touch: at most the one starting at e
+    new_nxt = jnp.where(in_order, jnp.maximum(e, jnp.max(jnp.where(absorbed, rx.run_e, 0))), old)
+    ahead = valid & (s > old) & ~duplicate
+    touch = ahead & mine & (rx.run_s <= e) & (rx.run_e >= s)
+    ms = jnp.minimum(s, jnp.min(jnp.where(touch, rx.run_s, _NONE)))
+    me = jnp.maximum(e, jnp.max(jnp.where(touch, rx.run_e, 0)))
+    freed = absorbed | touch
+    run_flow = jnp.where(freed, n_flows, rx.run_flow)
+    free = run_flow == n_flows
+    place = jnp.argmax(free)
+    write = ahead & free[place]
+    at = jnp.where(write, place, run_flow.shape[0])
+    held = rx.held - jnp.sum(freed, dtype=jnp.int32) + write.astype(jnp.int32)
+    rx = rx.replace(rcv_nxt=rx.rcv_nxt.at[jnp.where(valid, f, n_flows)].set(new_nxt, mode="drop"),
+                    run_flow=run_flow.at[at].set(f, mode="drop"), run_s=rx.run_s.at[at].set(ms, mode="drop"),
+                    run_e=rx.run_e.at[at].set(me, mode="drop"), held=held, peak=jnp.maximum(rx.peak, held))
+    return rx, (valid & duplicate).astype(jnp.int32), jnp.where(ahead & ~write, me - ms, 0)
+
+
 def receiver_runs_for(plan: Plan) -> int:
-    """Runs of out-of-order data per receiver: one for every other packet the network's links can
-    hold at once (buffer plus what the capacity puts on the wire in the propagation delay), as many
-    holes as one window's drops can leave, rounded up to a power of two (at least 16)."""
+    """Places for runs of out-of-order data, shared by all the receivers of a run: one for every
+    packet the network's links can hold at once (buffer plus what the capacity puts on the wire in
+    the propagation delay; a run needs a packet that came through above a hole), rounded up to a
+    power of two (at least 64). A run that needs more says so in its status (4)."""
     capacity_pps = np.nanmax(plan.capacity_Bps, axis=1) / plan.data_bytes
     held = float(np.sum(plan.buffer + capacity_pps * plan.propagation_s))
-    return max(16, 1 << int(math.ceil(math.log2(max(held / 2.0, 1.0)))))
+    return max(64, 1 << int(math.ceil(math.log2(max(held, 1.0)))))
 
 
 def pool_size_for(plan: Plan, flows_width: int) -> int:
@@ -461,7 +497,7 @@ def pool_size_for(plan: Plan, flows_width: int) -> int:
 def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, key, step_s, *, end_s: float,
                     sample_s: float, pool_size: int, receiver_runs: int | None = None):
     """One run (jit and vmap it for batches; `step_s` may be traced). Returns a dict of JAX arrays.
-    receiver_runs: out-of-order runs each receiver keeps (default: `receiver_runs_for`)."""
+    receiver_runs: places for out-of-order runs, shared by the receivers (default: `receiver_runs_for`)."""
     receiver_runs = receiver_runs_for(plan) if receiver_runs is None else receiver_runs
     F, L, K, P, R = plan.n_flows, plan.n_links, protocol.header_size, pool_size, plan.ring
     S = min(P, CHUNK)
@@ -492,8 +528,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             ("arrived", "accepted", "dropped", "served_bytes", "wait_in_n", "wait_in_sum", "wait_out_n",
              "wait_out_sum")}
     receivers = Receivers(rcv_nxt=jnp.zeros(F, jnp.int32), ts_recent=jnp.zeros(F),
-                          ooo_s=jnp.full((F, receiver_runs), _NONE, jnp.int32),
-                          ooo_e=jnp.full((F, receiver_runs), _NONE, jnp.int32))
+                          run_flow=jnp.full(receiver_runs, F, jnp.int32),
+                          run_s=jnp.zeros(receiver_runs, jnp.int32), run_e=jnp.zeros(receiver_runs, jnp.int32),
+                          held=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32))
     zeros = jnp.zeros(F, jnp.int32)
     counters = FlowCounters(sent=zeros, delivered=zeros, dropped=zeros, duplicates=zeros, discarded=zeros,
                             control_dropped=zeros, packets_sent=zeros, acks_received=zeros,
@@ -655,22 +692,18 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         is_data = valid & (kind == DATA)
         fd = jnp.where(is_data, f, F)  # writes of the receiver: dropped unless data arrived
         pv = jnp.where(valid, p, P)
-        rcv, ooo_s, ooo_e, _, _, dups, discarded = _receive(
-            rx.rcv_nxt[f][None], rx.ooo_s[f][None], rx.ooo_e[f][None], is_data[None], seq[None],
-            jnp.ones(1, jnp.int32))
+        rx_after, dups, discarded = _receive_one(rx, f, F, is_data, seq)
         # the echoed timestamp (RFC 7323's TS.Recent): the send time of the last segment that arrived
         # in order (a duplicate ACK echoes it, an ACK of a hole's repair echoes the repair's)
         in_order = is_data & (seq == rx.rcv_nxt[f])
         ts_recent = rx.ts_recent.at[jnp.where(in_order, f, F)].set(pool.sent[p], mode="drop")
         echo = jnp.where(kind == DATA, ts_recent[f], pool.sent[p])
-        rx = Receivers(rcv_nxt=rx.rcv_nxt.at[fd].set(rcv[0], mode="drop"), ts_recent=ts_recent,
-                       ooo_s=rx.ooo_s.at[fd].set(ooo_s[0], mode="drop"),
-                       ooo_e=rx.ooo_e.at[fd].set(ooo_e[0], mode="drop"))
+        rx = rx_after.replace(ts_recent=ts_recent)
         received = rx.rcv_nxt[f]
         done = is_data & jnp.isnan(counters.finish[f]) & (received >= flows.size[f])
         counters = counters.replace(delivered=counters.delivered.at[fd].add(1, mode="drop"),
-                                    duplicates=counters.duplicates.at[fd].add(dups[0], mode="drop"),
-                                    discarded=counters.discarded.at[fd].add(discarded[0], mode="drop"),
+                                    duplicates=counters.duplicates.at[fd].add(dups, mode="drop"),
+                                    discarded=counters.discarded.at[fd].add(discarded, mode="drop"),
                                     last_delivered=counters.last_delivered.at[fd].set(now, mode="drop"),
                                     finish=counters.finish.at[jnp.where(done, f, F)].set(now, mode="drop"))
         through = reverse_length[f] > 0
@@ -807,9 +840,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     in_flight = jax.ops.segment_sum(data_in_flight.astype(jnp.int32), pool.flow, num_segments=F)
     held = jax.ops.segment_sum((pool.place != FREE).astype(jnp.int32), pool.flow, num_segments=F)
     rx = carry.receivers
-    stored = jnp.sum(jnp.where(rx.ooo_s < _NONE, rx.ooo_e - rx.ooo_s, 0), axis=1)
+    stored = jax.ops.segment_sum(rx.run_e - rx.run_s, rx.run_flow, num_segments=F)  # free places: dropped
     # a run that went to its end but whose receivers threw data away has its own status
     status = jnp.where((carry.status == 0) & (jnp.sum(carry.counters.discarded) > 0), 4, carry.status)
     return {**carry.counters.as_dict(), "in_flight": in_flight, "held": held, "received": rx.rcv_nxt,
-            "stored": stored, "links": carry.links.as_dict(), "bins": carry.bins, "protocol": carry.proto,
+            "stored": stored, "receiver_runs_peak": rx.peak, "links": carry.links.as_dict(), "bins": carry.bins, "protocol": carry.proto,
             "router": carry.router, "observed": carry.observed, "status": status}
