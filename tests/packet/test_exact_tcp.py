@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from fluidcc.errors import ParameterError
 
 from fluidcc.network import Flow, Link, Network
-from fluidcc.packet import simulate_exact
+from fluidcc.packet import _run_exact, simulate_exact
 from fluidcc.packet.exact import ACK, Ack, Flows, Receivers, _receive_one
 from fluidcc.packet.exact_protocols import TCP
 from fluidcc.packet.exact_protocols.tcp import LOSS, OPEN, RECOVERY, TCPParams
@@ -91,7 +91,7 @@ def test_an_ack_of_several_segments_grows_the_window_as_ns3s_increase_window():
     np.testing.assert_array_equal(np.asarray(after["state"]), [OPEN, OPEN, OPEN, OPEN])
 
 
-def test_receivers_keep_every_hole_by_default_and_a_run_that_discards_says_so():
+def test_receivers_keep_every_hole_by_default_and_a_run_that_discards_says_so(monkeypatch):
     """A lone flow's slow start overshoots a 20-packet buffer with a 10x faster interface: every
     other packet of the last window is dropped, so its receiver holds dozens of runs. By default the
     receivers' store has a place for every packet the links can hold (ns-3 keeps any amount) and
@@ -107,6 +107,15 @@ def test_receivers_keep_every_hole_by_default_and_a_run_that_discards_says_so():
     assert int(few.discarded.sum()) > 0 and int(few.status[0]) == 4
     assert int(few.receiver_runs_peak[0]) == 2
     assert "receiver_runs" in str(few.message.values[0])
+    # a default store found too small grows (x4) and the runs are simulated again: the same
+    # results as a store large enough from the start
+    monkeypatch.setattr(_run_exact, "receiver_runs_for", lambda plan: 2)
+    grown = simulate_exact(network, TCP(), table, duration_s=3.0)
+    need = int(kept.receiver_runs_peak[0])  # the first size of 2, 8, 32, ... that holds the peak
+    assert grown.attrs["receiver_runs"] == min(2 * 4 ** k for k in range(12) if 2 * 4 ** k >= need)
+    assert int(grown.status[0]) == 0 and int(grown.receiver_runs_peak[0]) == need
+    for name in ("sent", "delivered", "dropped", "received", "finish"):
+        np.testing.assert_array_equal(grown[name].values, kept[name].values)
     for bad in (0, 2.5, True):
         with pytest.raises(ParameterError, match="receiver_runs"):
             simulate_exact(network, TCP(), table, duration_s=1.0, receiver_runs=bad)

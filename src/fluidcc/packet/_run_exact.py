@@ -38,10 +38,12 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     depends on it). sample_s: spacing of the time series (default: duration / 1000). buffers: per
     link, packets (default: as the network gives, else one BDP). pool_size: packets and ACKs the
     run may hold at once (default: `pool_size_for`). receiver_runs: runs of out-of-order data the
-    receivers hold at once, in one store they share (default: `receiver_runs_for`; ns-3 keeps any
-    amount; `receiver_runs_peak` shows what a run used). Data that would need one more run is
-    counted in `discarded` and the sender must send it again; such a run differs from receivers
-    that keep everything, and its status says so.
+    receivers hold at once, in one store they share (ns-3 keeps any amount). By default the store
+    starts at `receiver_runs_for` and, if a receiver had to discard data, the runs are simulated
+    again with four times the store, up to `MAX_RECEIVER_RUNS` (attribute `receiver_runs`: the size
+    used; `receiver_runs_peak` per run: the most held at once). Given, the store is that size.
+    Data that would need one more run is counted in `discarded` and the sender must send it
+    again; such a run differs from receivers that keep everything, and its status says so.
 
     Returns a dataset over (run, flow) and (run, link): per flow packets sent, delivered, dropped
     and in flight at the end (sent = delivered + dropped + in flight, exactly), received,
@@ -75,7 +77,8 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
                                   or pool_size < 2):
         raise ParameterError("pool_size", pool_size, "a whole number >= 2 of packets and ACKs held at once")
     pool = pool_size_for(plan, width) if pool_size is None else int(pool_size)
-    if receiver_runs is None:
+    grow = receiver_runs is None
+    if grow:
         receiver_runs = receiver_runs_for(plan)
     elif isinstance(receiver_runs, bool) or not isinstance(receiver_runs, (int, np.integer)) or receiver_runs < 1:
         raise ParameterError("receiver_runs", receiver_runs,
@@ -85,14 +88,22 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
 
     began = time.perf_counter()
-    run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs))
-    out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))
+    while True:
+        run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs))
+        out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))
+        # the default store grows until no receiver discards (the runs again, from the start)
+        if not (grow and np.any(np.asarray(out["status"]) == 4) and receiver_runs < MAX_RECEIVER_RUNS):
+            break
+        receiver_runs = min(4 * int(receiver_runs), MAX_RECEIVER_RUNS)
     wall = time.perf_counter() - began
     return _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool,
                     int(receiver_runs), out, wall)
 
 
 _CACHE: dict = {}
+
+#: The largest store of out-of-order runs the default grows to (a run that needs more has status 4).
+MAX_RECEIVER_RUNS = 1 << 18
 
 
 def _forward_filled(values: np.ndarray) -> np.ndarray:
