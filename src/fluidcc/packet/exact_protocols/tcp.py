@@ -77,13 +77,16 @@ def _positive(name, value, allowed, least=0.0):
 @dataclass(frozen=True)
 class TCP(ExactProtocol, FieldSettings):
     """TCP NewReno. initial_window: segments (>= 1); min_rto_s, syn_timeout_s: seconds (> 0);
-    receive_window: segments the receiver advertises (inf: no limit)."""
+    receive_window: segments the receiver advertises (inf: no limit); ack_bytes: an ACK's size on
+    the links it crosses (bytes > 0; 40: IP and TCP headers; ns-3's are 52 with the timestamp
+    option, 54 on a point-to-point wire)."""
 
     initial_window: float = 2.0
     min_rto_s: float = 0.2
     syn_timeout_s: float = 3.0
     receive_window: float = math.inf
     limited_transmit: bool = True
+    ack_bytes: float = 40.0
     name = "tcp"
 
     def __post_init__(self):
@@ -98,6 +101,7 @@ class TCP(ExactProtocol, FieldSettings):
             raise ParameterError("receive_window", self.receive_window, "a window >= 1 segment, or inf")
         if not isinstance(self.limited_transmit, bool):
             raise ParameterError("limited_transmit", self.limited_transmit, "true or false")
+        _positive("ack_bytes", self.ack_bytes, "an ACK size > 0 bytes")
 
     def params(self, network, plan, tables) -> TCPParams:
         segment = float(network.packet_bytes)
