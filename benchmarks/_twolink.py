@@ -22,6 +22,14 @@ NS3_TWOLINK = HERE / "ns3" / "build" / "twolink"
 #: its 2 us to the access links)
 NIC_PPS = mbps_to_pps(10_000.0)
 NIC_TO_ROUTER_S = 2e-6
+#: ns-3's access links: 1 us each way, 10 Gb/s; a data packet is 1 002 bytes on their wire (0.80 us),
+#: an ACK 54 (52 with the timestamp option, and the point-to-point header; 0.04 us)
+NS3_ACCESS_S = 1e-6
+NS3_DATA_ON_ACCESS_S = 1002 * 8 / 10e9
+NS3_ACK_ON_ACCESS_S = 54 * 8 / 10e9
+#: an ACK's size in fluidcc's bytes: the ns-3 links run at (1 002 / 1 000) x the nominal rate, so
+#: 54 bytes on their wire take as long as this many at fluidcc's rate
+NS3_ACK_BYTES = 54 * 1000 / 1002
 
 
 def twolink_network(scale: float, stagger: float) -> Network:
@@ -59,13 +67,35 @@ def ns3_twolink(stagger: float, duration: float, seed: int) -> dict:
     return json.loads(text.strip().splitlines()[-1])
 
 
-def ns3_replay(result: dict) -> tuple[Network, FlowTable]:
-    """ns-3's network (its links, the senders' access links) and its flows at their start times, for
-    the exact engine."""
-    links = tuple(Link(l["name"], float(l["capacity_pps"]), float(l["delay_s"]),
-                       buffer_packets=float(l["buffer_packets"])) for l in result["links"])
-    network = Network(links, (Flow("short", ("l1",), access_delay_s=NIC_TO_ROUTER_S, interface_pps=NIC_PPS),
-                              Flow("long", ("l1", "l2"), access_delay_s=NIC_TO_ROUTER_S, interface_pps=NIC_PPS)))
+def ns3_replay(result: dict, ack_links: bool = True) -> tuple[Network, FlowTable]:
+    """ns-3's network and its flows at their start times, for the exact engine (run it with
+    `TCP(ack_bytes=NS3_ACK_BYTES)`).
+
+    ack_links (default): the ACKs cross the links' reverse directions as ns-3's do (`l2_back`,
+    `l1_back`: same capacity and delay, 54-byte ACKs serialized there), and the receivers' access
+    links of ns-3 (1 us and the serialization at 10 Gb/s; a receiver hangs off the router after its
+    last link) are added to the delays: the data's to l1 (every flow crosses it; l2 carries only
+    long flows, all shifted alike), the ACKs' to l1_back. False: the ACKs return over a fixed delay
+    (the links' delays and 2 us of access), fluidcc's default for links without reverses; the
+    per-flow trajectories then part from ns-3's after about a second."""
+    l1, l2 = ({**l, "delay_s": float(l["delay_s"]), "capacity_pps": float(l["capacity_pps"])} for l in result["links"])
+    if ack_links:
+        data_rx = NS3_DATA_ON_ACCESS_S + NS3_ACCESS_S
+        ack_rx = NS3_ACK_ON_ACCESS_S + NS3_ACCESS_S
+        links = (Link("l1", l1["capacity_pps"], l1["delay_s"] + data_rx, buffer_packets=float(l1["buffer_packets"])),
+                 Link("l2", l2["capacity_pps"], l2["delay_s"], buffer_packets=float(l2["buffer_packets"])),
+                 Link("l2_back", l2["capacity_pps"], l2["delay_s"], buffer_packets=10_000),
+                 Link("l1_back", l1["capacity_pps"], l1["delay_s"] + ack_rx, buffer_packets=10_000))
+        access = NS3_ACCESS_S
+        senders = (Flow("short", ("l1",), access_delay_s=access, interface_pps=NIC_PPS, reverse_route=("l1_back",)),
+                   Flow("long", ("l1", "l2"), access_delay_s=access, interface_pps=NIC_PPS,
+                        reverse_route=("l2_back", "l1_back")))
+    else:
+        links = tuple(Link(l["name"], l["capacity_pps"], l["delay_s"], buffer_packets=float(l["buffer_packets"]))
+                      for l in (l1, l2))
+        senders = (Flow("short", ("l1",), access_delay_s=NIC_TO_ROUTER_S, interface_pps=NIC_PPS),
+                   Flow("long", ("l1", "l2"), access_delay_s=NIC_TO_ROUTER_S, interface_pps=NIC_PPS))
+    network = Network(links, senders)
     flows = result["flows"]
     table = FlowTable(np.array([f["start_s"] for f in flows]), np.full(len(flows), np.inf),
                       route=np.array([0 if f["name"] == "short" else 1 for f in flows]))

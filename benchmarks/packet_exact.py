@@ -24,7 +24,9 @@ rate, loss events and timeouts per 1000 packets, the AFCT overall and per size b
 **Two links** (`--scenario twolink --stagger 0.25`): `benchmarks/ns3/twolink.cc`, the iXCP paper's
 Fig. 1 network with TCP (155 and 100 Mb/s, 20 ms each; one flow on the first link, 16 across both,
 starting `--stagger` s apart; limited transmit off, initial window 2, minimum RTO 200 ms), runs each
-seed; fluidcc replays its exact start times. Compared: each link's utilization, mean queue and drop
+seed; fluidcc replays its exact start times on ns-3's network: the ACKs (54 bytes on the wire) cross
+the links' reverse directions and the receivers' access links are in the delays (`_twolink.ns3_replay`;
+`--fixed-ack-delay`: the ACKs return over a fixed delay instead). Compared: each link's utilization, mean queue and drop
 rate, loss events, timeouts (entries into loss recovery by timeout, as ns-3's CongState trace counts
 them) and expiries of the retransmission timer (repeated ones included) per 1000 packets forwarded
 by link 1, the short flow's throughput
@@ -55,7 +57,7 @@ from fluidcc.packet.workloads import FlowTable, read_trace
 from fluidcc.units import mbps_to_pps
 
 from _harness import machine_info, timed, write_json
-from _twolink import ns3_replay, ns3_twolink
+from _twolink import NS3_ACK_BYTES, ns3_replay, ns3_twolink
 
 HERE = Path(__file__).resolve().parent
 BOTTLENECK_PPS = mbps_to_pps(100.0)
@@ -209,7 +211,7 @@ def run_twolink(args, seeds) -> int:
     theirs, tables, net = [], [], None
     for seed in seeds:
         r = ns3_twolink(args.stagger, args.duration, seed)
-        network, table = ns3_replay(r)
+        network, table = ns3_replay(r, ack_links=not args.fixed_ack_delay)
         net = network if net is None else net
         tables.append(table)
         flows = r["flows"]
@@ -228,8 +230,8 @@ def run_twolink(args, seeds) -> int:
         second = r["links"][1]["run"]
         row["l2_copies"] = 1.0 - second["goodput_utilization"] / second["utilization"]
         theirs.append(row)
-    run, wall = timed(lambda: simulate_exact(net, TCP(limited_transmit=False), tables, duration_s=args.duration,
-                                             seeds=seeds))
+    tcp = TCP(limited_transmit=False, ack_bytes=40.0 if args.fixed_ack_delay else NS3_ACK_BYTES)
+    run, wall = timed(lambda: simulate_exact(net, tcp, tables, duration_s=args.duration, seeds=seeds))
     ours = []
     for k, table in enumerate(tables):
         v = run.isel(run=k)
@@ -250,7 +252,7 @@ def run_twolink(args, seeds) -> int:
         ours.append(row)
     names = [k for k in theirs[0] if k != "wall_s"]
     result = {"machine": machine_info(extras=()), "scenario": "twolink", "stagger_s": args.stagger,
-              "duration_s": args.duration, "seeds": seeds,
+              "duration_s": args.duration, "seeds": seeds, "ack_links": not args.fixed_ack_delay,
               "fluidcc": {"runs": ours, "wall_s": wall, "engine_wall_s": run.attrs["wall_s"],
                           "statuses": sorted({int(x) for x in run.status.values})},
               "ns3": {"runs": theirs, "wall_s": sum(t["wall_s"] for t in theirs)},
@@ -280,6 +282,8 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=30.0, help="simulated seconds")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--ns3", action="store_true", help="run ns-3 too (needs Debian's libns3-dev)")
+    parser.add_argument("--fixed-ack-delay", action="store_true",
+                        help="twolink: ACKs return over a fixed delay, not across the links' reverses as in ns-3")
     parser.add_argument("--out", default=str(HERE / "packet_exact.json"))
     args = parser.parse_args()
     seeds = list(range(1, args.seeds + 1))
