@@ -44,7 +44,7 @@ sets a limit in segments; none by default).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import jax
@@ -52,7 +52,7 @@ import jax.numpy as jnp
 
 from ...errors import ParameterError
 from ..exact import ACK, DATA, SYN, SYNACK, ExactProtocol, Packet
-from ..protocols._fields import FieldSettings
+from ..settings import FieldSettings
 
 OPEN, DISORDER, RECOVERY, LOSS = 0, 1, 2, 3
 _UNLIMITED = 1e18
@@ -77,12 +77,14 @@ def _positive(name, value, allowed, least=0.0):
 @dataclass(frozen=True)
 class TCP(ExactProtocol, FieldSettings):
     """TCP NewReno. initial_window: segments (>= 1); min_rto_s, syn_timeout_s: seconds (> 0);
-    receive_window: segments the receiver advertises (inf: no limit)."""
+    receive_window: segments the receiver advertises (inf: no limit); limited_transmit: count a
+    Reno guess on the first two duplicate ACKs too, so that each sends a new segment (RFC 3042,
+    ns-3's default; False: only from the third)."""
 
-    initial_window: float = 2.0
+    initial_window: float = field(default=2.0, metadata={"unit": "segments"})
     min_rto_s: float = 0.2
     syn_timeout_s: float = 3.0
-    receive_window: float = math.inf
+    receive_window: float = field(default=math.inf, metadata={"unit": "segments"})
     limited_transmit: bool = True
     name = "tcp"
 
