@@ -11,8 +11,9 @@ A protocol is an object the engine (`fluidcc.packet.engine`) calls inside its sc
   ``router_init(params, n_links)``, ``stamp(router, params, link, header)``,
   ``router_step(router, params, t, links)`` and optionally ``observe(router, params)``.
 
-A protocol is a frozen dataclass whose fields are its settings (`fluidcc.packet.settings`: the scenario keys,
-`settings()` and `fluidcc models` come from them), named in the catalogue `fluidcc.protocols`.
+A protocol is a frozen dataclass whose fields are its settings (`fluidcc.packet.settings`). The
+catalogue `fluidcc.protocols`, scenario files and `fluidcc packet` use the exact engine's
+protocols (`fluidcc.packet.exact_protocols`), not these.
 """
 
 from ..settings import FieldSettings as FieldSettings
