@@ -97,6 +97,19 @@ def test_models_lists_the_network_forms_with_their_defaults(runner):
     assert re.search(r"control_interval +default \(per link\)", qcp)
 
 
+def test_models_lists_the_exact_engine_s_packet_settings_with_their_units(runner):
+    output = runner.invoke(main, ["models"]).output
+    packet = output.split("packet-level senders and routers on the exact engine")[1]
+    tcp = packet.split("tcp [protocol]")[1].split("open_loop [protocol]")[0]
+    for pattern in (r"initial_window +default 2.0 +\[segments\]", r"min_rto +default 0.2 +\[s\]",
+                    r"syn_timeout +default 3.0 +\[s\]", r"receive_window +default inf +\[segments\]",
+                    r"limited_transmit +default true\n"):
+        assert re.search(pattern, tcp), pattern
+    qcp = packet.split("qcp [protocol]")[1].split("tcp [protocol]")[0]
+    assert re.search(r"gain +default 0.25\n", qcp) and re.search(r"interval +default \(per link\) +\[s\]", qcp)
+    assert re.search(r"rate +default 1.0 +\[packets/s, or one per flow\]", packet.split("open_loop [protocol]")[1])
+
+
 def test_stability_both_methods_write_dataset_and_figure(runner, tmp_path):
     result = runner.invoke(main, ["stability", "miaimd", "--grid", "kappa=0.2:2.6:7", "--grid", "rtt=20ms,100ms",
                                   "--horizon-rtts", "150", "--out", str(tmp_path)])

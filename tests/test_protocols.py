@@ -23,6 +23,7 @@ from fluidcc.dde import DDESystem
 from fluidcc.errors import ParameterError
 from fluidcc.models import ParameterSpec, SingleLinkModel
 from fluidcc.network import Flow, Link, Network
+from fluidcc.packet.exact import ExactProtocol
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -161,8 +162,10 @@ def test_every_protocol_lives_in_some_layer_and_its_models_build():
             network = Network((Link("l", 1000.0, 0.01),), (Flow("f", ("l",)),))
             system, params, values = protocol.network.build(network)
             assert set(values) == set(protocol.network.parameters)
-        if protocol.packet is not None:
+        if protocol.packet is not None:  # a protocol of the exact engine, which scenarios run
             assert protocol.packet_class().name == name
+            assert issubclass(protocol.packet_class(), ExactProtocol)
+            assert protocol.packet.startswith("fluidcc.packet.exact_protocols.")
 
 
 def _just_outside_and_inside(spec):

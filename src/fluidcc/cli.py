@@ -90,16 +90,19 @@ def models_command() -> None:
             shown = f"{default:<12.6g}" if default is not None else f"{'(per link)':<12}"
             note = f"  [{entry.notes[parameter]}]" if parameter in entry.notes else ""
             click.echo(f"  {parameter:<21} default {shown}{note}")
-    from .packet.protocols import setting_fields
+    from .packet.settings import setting_fields
 
-    click.echo("packet-level sources and routers (fluidcc packet SCENARIO.toml, [protocol] name = NAME):")
+    click.echo("packet-level senders and routers on the exact engine (fluidcc packet SCENARIO.toml, "
+               "[protocol] name = NAME):")
     for name in protocols.names("packet"):
         protocol = protocols.get_protocol(name)
         click.echo(f"{name} [protocol]: {protocol.description} ({protocol.paper})")
         for setting in setting_fields(protocol.packet_class()):
             shown = "(per link)" if setting.default is None else str(setting.default)
-            unit = {"time": "  [s]", "rate": "  [packets/s" + (", or one per flow]" if setting.per_flow else "]")}
-            click.echo(f"  {setting.key:<21} default {shown:<12}{unit.get(setting.kind, '')}")
+            if isinstance(setting.default, bool):
+                shown = str(setting.default).lower()  # as TOML writes it
+            unit = setting.unit + (", or one per flow" if setting.per_flow else "")
+            click.echo(f"  {setting.key:<21} default {shown:<12}{f'  [{unit}]' if unit else ''}".rstrip())
 
 
 @main.command("simulate")
@@ -431,19 +434,22 @@ def maxmin_command(network_file, at, exact, out) -> None:
 @click.argument("scenario_file", metavar="SCENARIO.toml", type=click.Path(dir_okay=False))
 @click.option("--out", default="fluidcc-out/packet", show_default=True, type=click.Path(file_okay=False),
               help="Output folder: run.nc (the dataset, NetCDF), flows.csv (one row per flow and run), "
-                   "summary.json (per run and mean), afct.png (AFCT vs flow size with processor sharing) and "
-                   "link.png (utilization and queue over time).")
+                   "summary.json (per run and mean, with each run's status), afct.png (AFCT vs flow size with "
+                   "processor sharing) and link.png (utilization and queue over time).")
 @click.option("--trace", "trace", is_flag=True,
               help="Also write each seed's flows as a trace, trace_seed<SEED>.csv in the output folder (columns "
                    "start_s [s], size_packets [packets, inf: long-lived], route [the network flow's name], "
                    "stop_s [s, inf: never]), which [workload] kind = \"trace\" replays (in fluidcc, or ns-3).")
 def packet_command(scenario_file, out, trace) -> None:
-    """Packet-level simulation of SCENARIO.toml: a network (file or inline), a workload (Poisson
+    """Packet-level simulation of SCENARIO.toml on the exact engine (every packet, ACK and timer at
+    its own time; no result depends on its step): a network (file or inline), a workload (Poisson
     arrivals at a load, long-lived flows, or a trace: a CSV flow table, kind = "trace", the same
     flows for every seed), a protocol (any with a packet-level model: `fluidcc models` lists them
     and their settings), a duration and seeds (one run per seed, simulated as one batch). The file
     format is documented in `fluidcc.packet.scenario`. Times accept s, ms, us (bare numbers are
-    seconds); sizes are packets."""
+    seconds); sizes are packets. A run that did not complete (its status is not 0: the engine's
+    packet pool or its receivers' store was too small) is printed with its message and the exit
+    status is 1; its files are written all the same."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from .packet.scenario import Scenario, run_scenario, write_outputs
@@ -484,7 +490,7 @@ def packet_command(scenario_file, out, trace) -> None:
                f"{1e3 * summary['rtpd_s']:g} ms; {summary['duration_s']:g} s, {len(summary['runs'])} run(s)")
     headers = ["run", "seed", "finished/flows", "AFCT s", "mean slowdown"] if sized else \
         ["run", "seed", "flows", "throughput pkt/s", "Jain"]
-    headers += [f"utilization {link}", f"queue {link}", "drop rate"]
+    headers += [f"utilization {link}", f"queue {link}", "drop rate", "status"]
     rows = []
     for row in summary["runs"] + [dict(summary["mean"], run="mean", seed="")]:
         if sized:
@@ -496,9 +502,15 @@ def packet_command(scenario_file, out, trace) -> None:
                      number(row.get("jain_fairness"), ".4f")]
         rows.append([str(row["run"]), str(row["seed"])] + cells
                     + [number(row["utilization"].get(link), ".4f"), number(row["mean_queue_packets"].get(link), ".4g"),
-                       number(row.get("drop_rate"), ".3g")])
+                       number(row.get("drop_rate"), ".3g"),
+                       "" if row["run"] == "mean" else ("ok" if row["status"] == 0 else f"{row['status']} (failed)")])
     click.echo(_text_table(headers, rows))
     click.echo("wrote " + ", ".join(str(p) for p in paths))
+    for failed in summary["failed_runs"]:
+        click.echo(f"run {failed['run']} (seed {failed['seed']}) failed: status {failed['status']}, "
+                   f"{failed['message']} (summary.json lists it under failed_runs)", err=True)
+    if summary["failed_runs"]:
+        sys.exit(1)
 
 
 def _text_table(headers, rows) -> str:

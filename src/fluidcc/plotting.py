@@ -237,7 +237,7 @@ def network_rates_figure(dataset: xr.Dataset, path: str | Path | None = None, *,
 
 def packet_afct_figure(dataset: xr.Dataset, bins: list[dict], reference: tuple[float, float, float] | None,
                        path: str | Path | None = None):
-    """AFCT against flow size on log axes of a packet run (`fluidcc.packet.simulate`; the runs'
+    """AFCT against flow size on log axes of a packet run (`fluidcc.packet.simulate_exact`; the runs'
     flows pooled): each finished flow, the mean per size bin (`bins`: rows with
     ``mean_size_packets``, ``afct_s`` and optionally ``sample_ps_afct_s``, the processor sharing
     of the same arrivals), and with `reference` = (capacity packets/s, load, RTPD s) the M/G/1
@@ -265,8 +265,11 @@ def packet_afct_figure(dataset: xr.Dataset, bins: list[dict], reference: tuple[f
                 label=f"processor sharing, M/G/1 (eq. 3): rho = {load:g}")
         ax.set_title(f"{dataset.attrs['protocol']}: load {load:g}, C = {capacity:g} packets/s, "
                      f"RTPD {1e3 * rtpd:g} ms, {dataset.sizes['run']} run(s)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    if done.any():
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    else:  # log axes of nothing cannot be drawn
+        ax.text(0.5, 0.5, "no flow finished", transform=ax.transAxes, ha="center", va="center")
     ax.set_xlabel("flow size [packets]")
     ax.set_ylabel("flow completion time [s]")
     ax.grid(True, which="both", alpha=0.3)
@@ -280,12 +283,17 @@ def packet_afct_figure(dataset: xr.Dataset, bins: list[dict], reference: tuple[f
 def packet_links_figure(dataset: xr.Dataset, path: str | Path | None = None):
     """Utilization and mean queue of every link over time of a packet run, one line per run and link.
 
-    The utilization of a sample is the dataset's ``served`` (the packets the link sent on in the
-    sample) over capacity x sample interval.
+    The utilization of a sample is the dataset's ``served`` (what the link began to send in the
+    sample, in data packets) over what its capacity (schedule included) could send in the sample
+    (`fluidcc.packet.metrics.link_capacity_packets`).
     """
+    from .network import Network
+    from .packet import metrics
+
     t = dataset["sample_time"].values
     interval = float(t[0])
-    capacities = np.array([link["capacity"] for link in json.loads(dataset.attrs["network"])["links"]])
+    network = Network.from_dict(json.loads(dataset.attrs["network"]))
+    could_send = metrics.link_capacity_packets(network, np.concatenate([[0.0], t]))
     served, queue = dataset["served"].values, dataset["queue"].values
     links = [str(name) for name in dataset["link"].values]
     n_runs = dataset.sizes["run"]
@@ -295,11 +303,10 @@ def packet_links_figure(dataset: xr.Dataset, path: str | Path | None = None):
         colour = f"C{l % 10}"
         for r in range(n_runs):
             label = name if r == 0 else None
-            axes[0].plot(t, served[r, :, l] / (capacities[l] * interval), color=colour, lw=0.8, alpha=alpha,
-                         label=label)
+            axes[0].plot(t, served[r, :, l] / could_send[:, l], color=colour, lw=0.8, alpha=alpha, label=label)
             axes[1].plot(t, queue[r, :, l], color=colour, lw=0.8, alpha=alpha, label=label)
     axes[0].axhline(1.0, color="k", ls=":", lw=0.8)
-    axes[0].set_ylabel("utilization\n[served / (capacity x sample)]")
+    axes[0].set_ylabel("utilization\n[served / what the capacity could send]")
     axes[1].set_ylabel("queue [packets]")
     axes[1].set_xlabel("time [s]")
     if len(links) <= 12:

@@ -9,9 +9,11 @@ models`, `simulate`, `sweep`, `stability`, `packet`), the single runs and sweeps
 read it; none keeps a list of protocols of its own.
 
 Adding a protocol is one module per layer it lives in (a fluid model in `fluidcc.models`, a packet
-source in `fluidcc.packet.protocols`) plus one `register(Protocol(...))` here (or in the caller's
-own module, for a protocol kept outside fluidcc). The packet class is named by its import path
-("package.module:Class"), resolved when it is used, since the packet layer sits below this one.
+sender and router for the exact engine in `fluidcc.packet.exact_protocols`) plus one
+`register(Protocol(...))` here (or in the caller's own module, for a protocol kept outside
+fluidcc). The packet class is named by its import path ("package.module:Class"), resolved when it
+is used, since the packet layer sits below this one; scenario files and `fluidcc packet` run it on
+the exact engine (`fluidcc.packet.simulate_exact`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ class Protocol:
     description: one line. paper: the paper and equations the models implement.
     single_link: its single-link fluid model (`fluidcc.models.SingleLinkModel`), or None.
     network: its per-flow fluid model on a `Network` (`fluidcc.models.NetworkModel`), or None.
-    packet: its packet-level source/router class, as "module:Class" or the class itself, or None.
+    packet: its packet-level sender/router class for the exact engine (`fluidcc.packet.exact.ExactProtocol`,
+        a dataclass whose fields are its settings: `fluidcc.packet.settings`), as "module:Class" or
+        the class itself, or None.
     stability_plane: the default ``--grid`` texts of `fluidcc stability NAME` (needs a single-link
         model), or None.
     """
@@ -153,14 +157,14 @@ for _protocol in (
              "iXCP paper, eq. (3)", network=xcp_network.IXCP_ON_NETWORK),
     Protocol("rcp", "RCP: one explicit rate per link, updated from spare capacity and queue",
              "RCP paper, eq. (2)", single_link=rcp.SINGLE_LINK, network=rcp_network.ON_NETWORK,
-             packet="fluidcc.packet.protocols.rcp:RCP", stability_plane=_GAIN_PLANE),
+             packet="fluidcc.packet.exact_protocols.rcp:RCP", stability_plane=_GAIN_PLANE),
     Protocol("qcp", "QCP: one explicit rate per link from the count of the flows' rates",
              "QCP paper, eqs. (4), (12), (14), (19)", single_link=qcp.SINGLE_LINK, network=qcp_network.ON_NETWORK,
-             packet="fluidcc.packet.protocols.qcp:QCP", stability_plane=_GAIN_PLANE),
+             packet="fluidcc.packet.exact_protocols.qcp:QCP", stability_plane=_GAIN_PLANE),
     Protocol("tcp", "TCP NewReno, the baseline", "RFC 6582 (NewReno); RCP paper, section 3.1",
-             packet="fluidcc.packet.protocols.tcp:TCP"),
+             packet="fluidcc.packet.exact_protocols.tcp:TCP"),
     Protocol("open_loop", "open-loop sources (Poisson or constant rate), no congestion control", "-",
-             packet="fluidcc.packet.protocols.open_loop:OpenLoop"),
+             packet="fluidcc.packet.exact_protocols.open_loop:OpenLoop"),
 ):
     register(_protocol)
 del _protocol

@@ -236,3 +236,17 @@ def test_ps_of_a_sample_bad_input():
         ps_fct_of([np.nan], [1.0], 10.0, 0.1)
     with pytest.raises(ShapeError):
         ps_fct_of([0.0, 1.0], [1.0], 10.0, 0.1)
+
+
+def test_link_capacity_packets_follows_the_schedule():
+    from fluidcc.network import Flow, Link, Network
+    from fluidcc.packet.metrics import link_capacity_packets
+
+    network = Network((Link("a", 100.0, 0.01, schedule=((2.0, 300.0), (5.0, 50.0))), Link("b", 40.0, 0.01)),
+                      (Flow("f", ("a", "b")),))
+    got = link_capacity_packets(network, [0.0, 1.0, 3.0, 6.0, 8.0])
+    # a: 100/s to 2 s, 300/s to 5 s, then 50/s; b: 40/s throughout
+    np.testing.assert_allclose(got[:, 0], [100.0, 100.0 + 300.0, 2 * 300.0 + 50.0, 100.0])
+    np.testing.assert_allclose(got[:, 1], [40.0, 80.0, 120.0, 80.0])
+    with pytest.raises(ParameterError, match="edges_s"):
+        link_capacity_packets(network, [2.0, 1.0])

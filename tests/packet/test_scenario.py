@@ -1,9 +1,11 @@
 """Scenario files for the packet simulator and `fluidcc packet`: loading every workload and
-protocol, a small end-to-end run whose files agree with the dataset, and bad scenarios that name
-the field at fault."""
+protocol, small end-to-end runs on the exact engine whose files agree with the dataset (and with a
+direct `simulate_exact` call), runs that fail reported as such, and bad scenarios that name the
+field at fault."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import textwrap
@@ -17,8 +19,8 @@ from click.testing import CliRunner
 
 from fluidcc.cli import main
 from fluidcc.errors import ParameterError
-from fluidcc.packet import metrics
-from fluidcc.packet.protocols import RCP, TCP, OpenLoop
+from fluidcc.packet import metrics, simulate_exact
+from fluidcc.packet.exact_protocols import QCP, RCP, TCP, OpenLoop
 from fluidcc.packet.scenario import Scenario, run_scenario, toml_text
 from fluidcc.packet.workloads import EmpiricalCDF, Exponential, Fixed, Pareto, read_trace
 
@@ -73,9 +75,12 @@ def _write(folder: Path, name: str, text: str) -> Path:
 
 # ------------------------------------------------------------------------------- loading
 def test_inline_network_and_top_level_keys():
-    scenario = Scenario.from_dict(_data(seeds=[3, 4], slot="1ms", sample=0.1))
+    scenario = Scenario.from_dict(_data(seeds=[3, 4], step="1ms", sample=0.1, pool_size=512, receiver_runs=100))
     assert scenario.duration_s == 4.0 and scenario.seeds == (3, 4)
-    assert scenario.slot_s == pytest.approx(1e-3) and scenario.sample_s == pytest.approx(0.1)
+    assert scenario.step_s == pytest.approx(1e-3) and scenario.sample_s == pytest.approx(0.1)
+    assert scenario.pool_size == 512 and scenario.receiver_runs == 100
+    defaults = Scenario.from_dict(_data())
+    assert defaults.step_s is None and defaults.pool_size is None and defaults.receiver_runs is None
     assert scenario.network.flow_names == ["f"] and scenario.network.capacities_pps.tolist() == [500.0]
     assert scenario.bottleneck_capacity_pps == 500.0 and scenario.rtpd_s == pytest.approx(0.05)
     assert scenario.offered_load == 0.5
@@ -168,14 +173,21 @@ def test_each_seed_draws_its_own_arrivals_unless_the_workload_has_a_seed():
 @pytest.mark.parametrize("protocol, expected", [
     ({"name": "tcp"}, TCP()),
     ({"name": "tcp", "initial_window": 4, "min_rto": "300ms"}, TCP(initial_window=4.0, min_rto_s=0.3)),
+    ({"name": "tcp", "syn_timeout": "1s", "receive_window": math.inf, "limited_transmit": False},
+     TCP(syn_timeout_s=1.0, receive_window=math.inf, limited_transmit=False)),
+    ({"name": "tcp", "receive_window": 64}, TCP(receive_window=64.0)),
     ({"name": "rcp"}, RCP()),
     ({"name": "rcp", "alpha": 0.4, "beta": 0.2, "tau": "5ms", "rtt_gain": 0.1, "min_rto": 1},
      RCP(alpha=0.4, beta=0.2, tau_s=0.005, rtt_gain=0.1, min_rto_s=1.0)),
+    ({"name": "qcp"}, QCP()),
+    ({"name": "qcp", "alpha": 0.5, "beta": 0.25, "interval": "40ms", "variant": "simplified", "gain": 1,
+      "min_rto": "1s"}, QCP(alpha=0.5, beta=0.25, interval_s=0.04, variant="simplified", gain=1.0, min_rto_s=1.0)),
     ({"name": "open_loop", "kind": "constant", "rate": "2Mbps"}, OpenLoop(kind="constant", rate_pps=250.0)),
     ({"name": "open_loop", "rate": [100, "50pps"]}, OpenLoop(kind="poisson", rate_pps=(100.0, 50.0))),
 ])
 def test_every_protocol_and_its_settings(protocol, expected):
-    assert Scenario.from_dict(_data(protocol=protocol)).protocol == expected
+    got = Scenario.from_dict(_data(protocol=protocol)).protocol
+    assert type(got) is type(expected) and got == expected  # the exact engine's class
 
 
 def test_the_text_of_a_mapping_is_toml_that_reads_back():
@@ -193,9 +205,12 @@ def test_the_examples_load():
     assert isinstance(rcp.protocol, RCP) and rcp.duration_s == 30.0 and rcp.offered_load == 0.9
     assert rcp.bottleneck_capacity_pps == pytest.approx(5000.0) and rcp.rtpd_s == pytest.approx(0.1)
     assert isinstance(rcp.workload.sizes, Pareto) and rcp.workload.sizes.mean_packets == 25
+    assert rcp.step_s is None  # the exact engine's lookahead
     tcp = Scenario.load(EXAMPLES / "tcp_dumbbell.toml")
-    assert isinstance(tcp.protocol, TCP) and tcp.duration_s == 60.0 and tcp.slot_s == pytest.approx(8e-4)
+    assert tcp.protocol == TCP(initial_window=2.0, min_rto_s=0.2, limited_transmit=False)
+    assert tcp.duration_s == 20.0 and tcp.step_s is None and tcp.receiver_runs == 8192
     assert tcp.bottleneck_capacity_pps == pytest.approx(12500.0) and tcp.rtpd_s == pytest.approx(0.08)
+    assert tcp.network.flows[0].interface_pps == pytest.approx(1.25e6)  # 10 Gb/s
     table = tcp.tables()[0]
     assert len(table) == 50 and np.all(table.start_s < 1.0) and np.all(np.isinf(table.size_packets))
     assert tcp.network.links[0].buffer_packets == 1000
@@ -315,7 +330,6 @@ def test_packet_command_writes_files_that_agree_with_the_dataset(tmp_path):
 def test_packet_command_long_lived_tcp(tmp_path):
     scenario = _write(tmp_path, "tcp.toml", """
         duration = "3s"
-        slot = "2ms"
         [network]
         [[network.links]]
         name = "l"
@@ -343,12 +357,12 @@ def test_packet_command_long_lived_tcp(tmp_path):
     assert row["long_lived"] == 3 and row["flows"] == 0 and 0 < row["jain_fairness"] <= 1
     assert row["utilization"]["l"] > 0.5
     assert summary["offered_load"] is None  # NaN: no load for long-lived flows
+    assert row["status"] == 0 and row["message"] == "ok" and summary["failed_runs"] == []
 
 
 SMALL_TRACE = """
     duration = "2s"
     seeds = [1, 2]
-    slot = "2ms"
     sample = "20ms"
 
     [network]
@@ -371,7 +385,7 @@ SMALL_TRACE = """
 
 def test_packet_command_replays_a_trace_and_writes_it_back(tmp_path):
     scenario = _write(tmp_path, "trace.toml", SMALL_TRACE)
-    # ns-3's flow monitor style: an id and an fct column beside the trace's; starts off the 2 ms slots
+    # ns-3's flow monitor style: an id and an fct column beside the trace's
     _write(tmp_path, "ns3_flows.csv", "flow_id,start_s,size_packets,fct_s\n"
                                       "0,0.3,20,0.4\n1,0.0,5,0.1\n2,0.0101,1,0.05\n3,0.5,8,0.2\n")
     out = tmp_path / "out"
@@ -381,9 +395,9 @@ def test_packet_command_replays_a_trace_and_writes_it_back(tmp_path):
     assert (out / "afct.png").is_file()
     flows = pd.read_csv(out / "flows.csv")
     assert len(flows) == 8 and flows["seed"].tolist() == [1] * 4 + [2] * 4
-    for seed in (1, 2):  # every seed replays the same flows, at the first 2 ms slot boundary at or after each start
+    for seed in (1, 2):  # every seed replays the same flows, each at its exact start
         mine = flows[flows["seed"] == seed]
-        np.testing.assert_allclose(mine["start_s"], [0.3, 0.0, 0.012, 0.5], rtol=0, atol=1e-12)
+        assert mine["start_s"].tolist() == [0.3, 0.0, 0.0101, 0.5]
         assert mine["size_packets"].tolist() == [20, 5, 1, 8] and mine["fct_s"].notna().all()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["workload_kind"] == "trace" and summary["offered_load"] is None
@@ -400,12 +414,56 @@ def test_packet_command_replays_a_trace_and_writes_it_back(tmp_path):
     assert run.attrs["trace_file"] == str(tmp_path / "ns3_flows.csv")
 
 
+def test_packet_command_runs_the_exact_engine(tmp_path):
+    """`fluidcc packet` on a trace gives, flow for flow, what `simulate_exact` gives on the same
+    network and flows (the slot engine's would differ: it starts flows on slot boundaries and has
+    no lookahead)."""
+    scenario = _write(tmp_path, "trace.toml", SMALL_TRACE)
+    _write(tmp_path, "ns3_flows.csv", "start_s,size_packets\n0.3,20\n0.0,5\n0.0101,1\n0.5,8\n0.0,40\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["packet", str(scenario), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    run = xr.open_dataset(out / "run.nc", engine="scipy")
+    network = Scenario.load(scenario).network
+    assert run.attrs["lookahead_s"] == pytest.approx(0.04) and run.attrs["step_s"] == run.attrs["lookahead_s"]
+    direct = simulate_exact(network, TCP(), read_trace(tmp_path / "ns3_flows.csv", network), duration_s=2.0,
+                            seeds=[1, 2], sample_s=0.02)
+    for name in ("start", "size", "sent", "delivered", "received", "dropped", "packets_sent", "acks_received",
+                 "first_sent", "finish", "fct", "link_accepted", "queue_mean", "status"):
+        np.testing.assert_array_equal(run[name].values, direct[name].values, err_msg=name)
+    assert run["received"].values.sum() == 2 * (20 + 5 + 1 + 8 + 40)  # every flow finished, in both runs
+    flows = pd.read_csv(out / "flows.csv")
+    np.testing.assert_array_equal(flows["fct_s"].to_numpy(), direct["fct"].values.reshape(-1))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["lookahead_s"] == pytest.approx(0.04) and summary["failed_runs"] == []
+    assert [row["status"] for row in summary["runs"]] == [0, 0]
+
+
+def test_a_run_that_fails_is_reported_and_the_command_exits_1(tmp_path):
+    """A packet pool too small for the flows: each run's status and message are in the summary and
+    on the terminal, the files are written and the exit status is 1."""
+    text = SMALL_TRACE.replace('sample = "20ms"', 'sample = "20ms"\n    pool_size = 4')
+    scenario = _write(tmp_path, "small_pool.toml", text)
+    _write(tmp_path, "ns3_flows.csv", "start_s,size_packets\n0.0,30\n0.0,30\n0.0,30\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["packet", str(scenario), "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "run 0 (seed 1) failed: status 1, the packet pool was full" in result.output and "pool_size" in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert [row["status"] for row in summary["runs"]] == [1, 1]
+    assert summary["failed_runs"] == [{"run": r, "seed": r + 1, "status": 1, "message": summary["runs"][r]["message"]}
+                                      for r in (0, 1)]
+    assert "packet pool was full" in summary["runs"][0]["message"] and "status" not in summary["mean"]
+    for name in ("run.nc", "flows.csv", "afct.png", "link.png"):
+        assert (out / name).is_file(), name
+
+
 def test_a_scenario_s_flows_replay_as_a_trace_to_the_same_run(tmp_path):
-    drawn = Scenario.from_dict(_data(duration="2s", seed=5, slot="2ms",
+    drawn = Scenario.from_dict(_data(duration="2s", seed=5,
                                      workload={**_poisson(kind="fixed", packets=3), "arrivals": "1s"}))
     (path,) = drawn.write_traces(tmp_path / "traces")
     assert path.name == "trace_seed5.csv"
-    replay = Scenario.from_dict(_data(duration="2s", seed=5, slot="2ms",
+    replay = Scenario.from_dict(_data(duration="2s", seed=5,
                                       workload={"kind": "trace", "file": "traces/trace_seed5.csv"}), tmp_path)
     first, second = run_scenario(drawn), run_scenario(replay)
     assert first.sizes["flow"] == second.sizes["flow"] > 0
@@ -422,6 +480,54 @@ BAD = {
         [protocol]
         name = "tcp"
     """, ["duration", "missing", "required"]),
+    "the slot engine's slot": ("""
+        duration = "1s"
+        slot = "2ms"
+        [network]
+        file = "net.toml"
+        [protocol]
+        name = "tcp"
+    """, ["slot = '2ms'", "exact engine", "step", "do not depend on"]),
+    "step beyond the lookahead": ("""
+        duration = "1s"
+        step = "50ms"
+        [network]
+        file = "net.toml"
+        [protocol]
+        name = "tcp"
+    """, ["step = '50ms'", "lookahead, 0.02 s", "link l to sender of flow f"]),
+    "pool of one packet": ("""
+        duration = "1s"
+        pool_size = 1
+        [network]
+        file = "net.toml"
+        [protocol]
+        name = "tcp"
+    """, ["pool_size = 1", ">= 2"]),
+    "a switch that is not true or false": ("""
+        duration = "1s"
+        [network]
+        file = "net.toml"
+        [protocol]
+        name = "tcp"
+        limited_transmit = 1
+    """, ["protocol.limited_transmit = 1", "true or false"]),
+    "a number that is not a number": ("""
+        duration = "1s"
+        [network]
+        file = "net.toml"
+        [protocol]
+        name = "qcp"
+        gain = "fast"
+    """, ["protocol.gain = 'fast'", "a number"]),
+    "a gain out of its range": ("""
+        duration = "1s"
+        [network]
+        file = "net.toml"
+        [protocol]
+        name = "qcp"
+        gain = 1.5
+    """, ["protocol.gain = 1.5", "(0, 1]"]),
     "unknown top-level key": ("""
         duration = "1s"
         durration = "2s"
@@ -643,7 +749,8 @@ BAD = {
 
 @pytest.fixture()
 def bad_folder(tmp_path):
-    _write(tmp_path, "net.toml", '[[links]]\nname = "l"\ncapacity = 100\n[[flows]]\nname = "f"\nroute = ["l"]\n')
+    _write(tmp_path, "net.toml", '[[links]]\nname = "l"\ncapacity = 100\ndelay = "10ms"\n[[flows]]\nname = "f"\n'
+                                 'route = ["l"]\n')
     _write(tmp_path, "decreasing.cdf", "0 0\n1000 60\n2000 50\n3000 100\n")
     _write(tmp_path, "short.cdf", "0 0\n1000 90\n")
     _write(tmp_path, "flows.csv", "start_s,size_packets\n0,1\n")
@@ -683,3 +790,19 @@ def test_errors_of_the_scenario_file_itself(tmp_path):
         Scenario.from_dict(_data(workload={"kind": "long_lived", "start_spread": "1s"}))
     with pytest.raises(ParameterError, match="network.links"):
         Scenario.from_dict(_data(network={"file": "x.toml", "links": []}))
+
+
+def test_errors_of_the_engine_name_the_scenario_key(tmp_path):
+    """What `simulate_exact` refuses reaches the user under the scenario's key: a step set on the
+    `Scenario` past the lookahead (the file's is refused on loading), open-loop rates that do not
+    fit the flows."""
+    scenario = Scenario.from_dict(_data())
+    with pytest.raises(ParameterError) as raised:
+        run_scenario(dataclasses.replace(scenario, step_s=0.2))
+    assert raised.value.field == "step" and "lookahead, 0.05 s" in raised.value.allowed
+    _write(tmp_path, "two.csv", "start_s,size_packets\n0,10\n0,10\n")
+    rates = Scenario.from_dict(_data(workload={"kind": "trace", "file": "two.csv"},
+                                     protocol={"name": "open_loop", "rate": [100, 50, 20]}), tmp_path)
+    with pytest.raises(ParameterError) as raised:
+        run_scenario(rates)
+    assert raised.value.field == "protocol.rate" and "one per flow (2)" in raised.value.allowed

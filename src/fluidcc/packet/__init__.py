@@ -1,16 +1,17 @@
-"""Packet-level simulator: a vectorized discrete-time engine in JAX, workloads and metrics.
-
-`simulate` runs a protocol's sources on a `fluidcc.network.Network` for a batch of seeds
-(`fluidcc.packet.engine` describes the model of links, paths and time); `workloads` builds flow
-tables (Poisson arrivals, flow-size distributions, empirical CDFs); `metrics` has flow completion
-times, processor-sharing references and fairness. Sources: `fluidcc.packet.protocols`. A scenario
-file (network + workload + protocol + duration + seeds) runs with `run_scenario` or
-`fluidcc packet SCENARIO.toml`.
+"""Packet-level simulator: engines in JAX, workloads and metrics.
 
 `simulate_exact` runs the exact engine (`fluidcc.packet.exact`: every packet, ACK and timer at its
 own time in one total order, results independent of its step; byte-sized service, header fields,
 reverse routes through queues, capacity schedules) with the protocols of
-`fluidcc.packet.exact_protocols` (TCP NewReno as ns-3 runs it, open-loop sources).
+`fluidcc.packet.exact_protocols` (TCP NewReno as ns-3 runs it, RCP, QCP, open-loop sources), for a
+batch of seeds. A scenario file (network + workload + protocol + duration + seeds) runs on it with
+`run_scenario` or `fluidcc packet SCENARIO.toml`; the protocol catalogue (`fluidcc.protocols`)
+names its protocols, whose settings are their dataclass fields (`fluidcc.packet.settings`).
+
+`simulate` runs the older slot engine (`fluidcc.packet.engine` describes its model of links,
+paths and time) with the sources of `fluidcc.packet.protocols`. `workloads` builds flow tables
+(Poisson arrivals, flow-size distributions, empirical CDFs); `metrics` has flow completion times,
+processor-sharing references, fairness and what links could carry.
 """
 
 from . import metrics as metrics

@@ -23,7 +23,8 @@ from . import workloads as wl
 WORKLOAD_KINDS = ("poisson", "long_lived", "trace")
 SIZE_KINDS = ("pareto", "exponential", "fixed", "cdf")
 
-_TOP_KEYS = ("description", "duration", "seed", "seeds", "slot", "sample", "network", "workload", "protocol")
+_TOP_KEYS = ("description", "duration", "seed", "seeds", "step", "sample", "pool_size", "receiver_runs", "network",
+             "workload", "protocol")
 _NETWORK_KEYS = ("links", "flows", "packet_bytes", "name", "description")
 _WORKLOAD_KEYS = {"poisson": ("kind", "load", "sizes", "arrivals", "route", "seed"),
                   "long_lived": ("kind", "count", "start_spread", "route", "seed"),
@@ -55,14 +56,16 @@ def read_file(path: str | Path) -> tuple[dict, str]:
 def parse(data: Mapping[str, Any], base: Path) -> dict[str, Any]:
     """The fields of a `Scenario` from a scenario mapping (files relative to `base`), with the
     workload as the keywords of its `WorkloadSpec`."""
+    if isinstance(data, Mapping) and "slot" in data:
+        raise ParameterError("slot", data["slot"], "no such key: scenarios run the exact engine "
+                             "(fluidcc.packet.simulate_exact), whose results do not depend on its step; leave slot "
+                             'out, or write step = "..." (at most the lookahead, its default)')
     _keys(data, "", _TOP_KEYS, "the scenario file")
     if "duration" not in data:
         raise ParameterError("duration", MISSING, 'the simulated time, e.g. duration = "30s" (required)')
     duration = _time("duration", data["duration"])
     seeds = _seeds(data)
-    slot = _time("slot", data["slot"]) if "slot" in data else None
-    if slot is not None and slot > duration:
-        raise ParameterError("slot", data["slot"], f"a slot length > 0 s, at most the duration ({duration:g} s)")
+    step = _time("step", data["step"]) if "step" in data else None
     sample = _time("sample", data["sample"]) if "sample" in data else None
     if sample is not None and sample > duration:
         raise ParameterError("sample", data["sample"], f"a time between samples > 0 s, at most the duration "
@@ -79,8 +82,24 @@ def parse(data: Mapping[str, Any], base: Path) -> dict[str, Any]:
         raise ParameterError("protocol", MISSING, f'a [protocol] table with name = one of '
                              f'{", ".join(protocol_names())} (required)')
     protocol = _protocol(data["protocol"], packet_bytes)
+    if step is not None:
+        _check_step(network, protocol, step, data["step"])
+    pool = _whole("pool_size", data["pool_size"], 2) if "pool_size" in data else None
+    runs = _whole("receiver_runs", data["receiver_runs"], 1) if "receiver_runs" in data else None
     return {"network": network, "protocol": protocol, "workload": workload, "duration_s": duration, "seeds": seeds,
-            "slot_s": slot, "sample_s": sample}
+            "step_s": step, "sample_s": sample, "pool_size": pool, "receiver_runs": runs}
+
+
+def _check_step(network: Network, protocol, step_s: float, text) -> None:
+    """A step longer than the network's lookahead is refused now, naming the hop that sets it
+    (`fluidcc.packet.exact.check_step`), with the value as the file wrote it."""
+    from .exact import Plan, check_step
+
+    plan = Plan.build(network, np.arange(network.n_flows), getattr(protocol, "ack_bytes", 40.0))
+    try:
+        check_step(plan, step_s)
+    except ParameterError as error:
+        raise type(error)("step", text, error.allowed) from None
 
 
 def _keys(data, where: str, allowed: Sequence[str], what: str) -> None:
@@ -289,9 +308,10 @@ def _sizes(data, packet_bytes: int, base: Path):
 
 
 def _protocol(data, packet_bytes: int):
-    """The packet protocol a [protocol] table names (from the catalogue), set from its own fields."""
+    """The packet protocol a [protocol] table names (from the catalogue: a protocol of the exact
+    engine), set from its own fields (`fluidcc.packet.settings`)."""
     from ..protocols import get_protocol
-    from .protocols import setting_fields
+    from .settings import setting_fields
 
     classes = {name: get_protocol(name).packet_class() for name in protocol_names()}
     fields_by_name = {name: setting_fields(cls) for name, cls in classes.items()}
@@ -310,8 +330,14 @@ def _protocol(data, packet_bytes: int):
             settings[setting.field] = _rates(field, value, packet_bytes)
         elif setting.kind == "choice":
             settings[setting.field] = value
-        else:
-            settings[setting.field] = _number(field, value, lambda x: True, "a number")
+        elif setting.kind == "switch":
+            if not isinstance(value, bool):
+                raise ParameterError(field, value, "true or false")
+            settings[setting.field] = value
+        else:  # the class checks the range; inf is a number (e.g. TCP's receive_window = inf: no limit)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
+                raise ParameterError(field, value, "a number" + (f" ({setting.unit})" if setting.unit else ""))
+            settings[setting.field] = float(value)
     with prefixed("protocol"):
         return classes[name](**settings)
 

@@ -1,4 +1,5 @@
-"""Results of a packet simulation, independent of the engine: flow completion times and fairness.
+"""Results of a packet simulation, independent of the engine: flow completion times, fairness and
+what the links could carry.
 
 The engine hands over per-flow arrays; everything here is vectorized NumPy. Units: sizes in
 packets, capacities in packets/s, times in seconds (RTPD: round-trip propagation delay).
@@ -240,6 +241,25 @@ def summary(start_s, finish_s, size_packets, delivered_packets, *, end_s=None, c
         values = slowdown(fct[scored], size[scored], capacity_pps, load, rtpd_s) if scored.any() else np.array([])
         result["mean_slowdown"] = float(np.mean(values)) if scored.any() else float("nan")
     return result
+
+
+def link_capacity_packets(network, edges_s) -> np.ndarray:
+    """Packets each link of `network` could send in each interval between consecutive `edges_s`
+    (s, increasing, >= 0): its capacity integrated over the interval, following its capacity
+    schedule (`Network.capacity_schedule`). Shape (len(edges_s) - 1, L); the utilization of an
+    interval is what the link sent in it over this.
+    """
+    edges = _array("edges_s", edges_s, lambda x: np.isfinite(x) & (x >= 0), "finite times >= 0 s")
+    if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) < 0):
+        raise ParameterError("edges_s", edges_s, "at least two times (s), not decreasing")
+    out = np.empty((edges.size - 1, network.n_links))
+    for link in range(network.n_links):
+        times, capacities = network.capacity_schedule(link)
+        # packets the link could have sent from 0 to each change of capacity, then to each edge
+        at_changes = np.concatenate([[0.0], np.cumsum(np.diff(times) * capacities[:-1])])
+        k = np.searchsorted(times, edges, side="right") - 1
+        out[:, link] = np.diff(at_changes[k] + (edges - times[k]) * capacities[k])
+    return out
 
 
 # ------------------------------------------------------------------------------- helpers

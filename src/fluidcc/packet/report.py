@@ -1,4 +1,9 @@
-"""What a packet scenario's run becomes: the per-flow table, the summary, the files and figures."""
+"""What a packet scenario's run becomes: the per-flow table, the summary, the files and figures.
+
+They read the dataset of the exact engine (`fluidcc.packet.simulate_exact`, through
+`fluidcc.packet.scenario.run_scenario`): its per-run ``status`` and ``message`` are in the summary,
+and every run whose status is not 0 is listed there (``failed_runs``).
+"""
 
 from __future__ import annotations
 
@@ -25,8 +30,8 @@ def flow_frame(dataset):
     """One row per flow and run (padding left out), as a pandas DataFrame.
 
     Columns: run, seed, flow, route (the network flow's name), start_s, size_packets (inf:
-    long-lived), fct_s (NaN: unfinished), sent, delivered, dropped, received, duplicates (packets),
-    and for Poisson workloads slowdown (fct / processor-sharing fct, `metrics.slowdown`, with the
+    long-lived), fct_s (NaN: unfinished), sent, delivered, dropped, received, duplicates (data
+    packets), and for Poisson workloads slowdown (fct / processor-sharing fct, `metrics.slowdown`, with the
     dataset's offered_load, bottleneck_capacity_pps and rtpd_s).
     """
     import pandas as pd
@@ -59,24 +64,32 @@ def flow_frame(dataset):
 def summarize(dataset) -> dict:
     """Headline numbers per run and over the runs, as a JSON-ready dict (NaN becomes None).
 
-    Per run: seed; flows (of finite size), finished, unfinished, long_lived; afct_s; per link
-    utilization (packets the link sent on over the sampled time / (capacity x that time)),
-    mean_queue_packets and link_drop_rate (dropped / offered at the link); drop_rate (the flows'
-    dropped / sent); late_batches (must be 0); for long-lived flows mean_throughput_pps and
-    jain_fairness (goodput: packets received in order, once, / time between start and stop or the end); for Poisson workloads
-    mean_slowdown, sample_load (the sizes that arrived / (capacity x arrival window)) and
-    afct_by_size (`metrics.afct_by_size` with the M/G/1-PS reference ps_afct_s, and
+    Per run: seed; status (0: ok) and message (the engine's: a run that stopped early counts up
+    to where it stopped); flows (of finite size), finished, unfinished, long_lived; afct_s; per
+    link utilization (the bytes whose service began during the run, in data packets, over the
+    packets its capacity, schedule included, could send in the run: `metrics.link_capacity_packets`),
+    mean_queue_packets (packets waiting, the one in service not counted, time-averaged) and
+    link_drop_rate (dropped / arrived at the link: data, SYNs and ACKs); drop_rate (the flows'
+    data packets dropped / sent); for long-lived flows mean_throughput_pps and jain_fairness
+    (goodput: packets received in order, once, / time between start and stop or the end); for
+    Poisson workloads mean_slowdown, sample_load (the sizes that arrived / (capacity x arrival
+    window)) and afct_by_size (`metrics.afct_by_size` with the M/G/1-PS reference ps_afct_s, and
     sample_ps_afct_s: the mean `metrics.ps_fct_of` of the run's own arrivals over the same
-    finished flows). "mean": the runs' numbers averaged; its afct_by_size pools the runs' flows.
+    finished flows). "mean": the runs' numbers averaged (status left out); its afct_by_size pools
+    the runs' flows. Top level: the scenario's and the engine's settings (step_s, lookahead_s,
+    pool_size, receiver_runs) and failed_runs, the runs whose status is not 0 (run, seed, status,
+    message; empty when every run is ok). The slot engine's late_batches has no counterpart: the
+    exact engine has no calendar, and its failures are the status.
     """
     from . import metrics
 
+    from ..network import Network
+
     reference = _reference(dataset)
     links = [str(name) for name in dataset["link"].values]
-    capacities = np.array([link["capacity"] for link in json.loads(dataset.attrs["network"])["links"]])
     interval = float(dataset["sample_time"].values[0])
-    sampled = interval * dataset.sizes["sample"]
     end = float(dataset.attrs["duration_s"])
+    could_send = metrics.link_capacity_packets(Network.from_dict(json.loads(dataset.attrs["network"])), [0.0, end])[0]
     runs, pooled = [], {"size": [], "fct": [], "sample_ps": []}
     for r in range(dataset.sizes["run"]):
         real = dataset["route_index"].values[r] >= 0
@@ -86,21 +99,20 @@ def summarize(dataset) -> dict:
         finite = np.isfinite(size)
         finished = finite & np.isfinite(fct)
         served = dataset["served"].values[r].sum(axis=0)
-        accepted = dataset["link_accepted"].values[r].astype(float)
+        arrived = dataset["link_arrived"].values[r].astype(float)
         link_dropped = dataset["link_dropped"].values[r].astype(float)
         sent = float(dataset["sent"].values[r][real].sum())
         row: dict[str, Any] = {
-            "run": r, "seed": int(dataset["seed"].values[r]),
+            "run": r, "seed": int(dataset["seed"].values[r]), "status": int(dataset["status"].values[r]),
+            "message": str(dataset["message"].values[r]),
             "flows": int(finite.sum()), "finished": int(finished.sum()), "unfinished": int((finite & ~finished).sum()),
             "long_lived": int((~finite).sum()),
             "afct_s": float(np.mean(fct[finished])) if finished.any() else math.nan,
-            "utilization": dict(zip(links, (served / (capacities * sampled)).tolist())),
+            "utilization": dict(zip(links, (served / could_send).tolist())),
             "mean_queue_packets": dict(zip(links, dataset["queue_mean"].values[r].tolist())),
-            "link_drop_rate": dict(zip(links, np.divide(link_dropped, accepted + link_dropped,
-                                                        out=np.zeros_like(accepted),
-                                                        where=accepted + link_dropped > 0).tolist())),
+            "link_drop_rate": dict(zip(links, np.divide(link_dropped, arrived, out=np.zeros_like(arrived),
+                                                        where=arrived > 0).tolist())),
             "drop_rate": float(dataset["dropped"].values[r][real].sum()) / sent if sent > 0 else 0.0,
-            "late_batches": int(dataset["late"].values[r]),
         }
         if (~finite).any():
             until = np.minimum(np.where(np.isfinite(stop), stop, end), end)[~finite]
@@ -128,15 +140,18 @@ def summarize(dataset) -> dict:
     if pooled["size"]:
         mean["afct_by_size"] = _bins(*(np.concatenate(pooled[k]) for k in ("size", "fct", "sample_ps")), reference)
     attrs = dataset.attrs
+    failed = [{key: row[key] for key in ("run", "seed", "status", "message")} for row in runs if row["status"] != 0]
     return _json_ready({
         "protocol": attrs.get("protocol"), "protocol_settings": json.loads(attrs.get("protocol_settings", "{}")),
         "workload_kind": attrs.get("workload_kind"), "workload_route": attrs.get("workload_route"),
         "bottleneck_link": attrs.get("bottleneck_link"),
         "bottleneck_capacity_pps": attrs.get("bottleneck_capacity_pps"), "offered_load": attrs.get("offered_load"),
-        "rtpd_s": attrs.get("rtpd_s"), "duration_s": end, "slot_s": attrs.get("slot_s"),
-        "sample_interval_s": interval, "seeds": [int(s) for s in dataset["seed"].values],
+        "rtpd_s": attrs.get("rtpd_s"), "duration_s": end, "step_s": attrs.get("step_s"),
+        "lookahead_s": attrs.get("lookahead_s"), "pool_size": attrs.get("pool_size"),
+        "receiver_runs": attrs.get("receiver_runs"), "sample_interval_s": interval,
+        "seeds": [int(s) for s in dataset["seed"].values], "failed_runs": failed,
         "scenario_file": attrs.get("scenario_file"), "command": attrs.get("command"),
-        "fluidcc_version": attrs.get("fluidcc_version"), "created": attrs.get("created"),
+        "fluidcc_version": attrs.get("fluidcc_version"), "created": attrs.get("created"), "wall_s": attrs.get("wall_s"),
         "runs": runs, "mean": mean,
     })
 
@@ -145,7 +160,8 @@ def write_outputs(dataset, scenario, out_dir: str | Path) -> Outputs:
     """Write a `run_scenario` dataset to `out_dir` (created): run.nc (the dataset, NetCDF 3),
     flows.csv (`flow_frame`), summary.json (`summarize`), afct.png (AFCT against flow size with
     the processor-sharing references; only with flows of finite size) and link.png (utilization
-    and queue of every link over time). Returns the paths written and the summary.
+    and queue of every link over time). Returns the paths written and the summary, whose
+    failed_runs lists the runs whose status is not 0 (their files are written all the same).
 
     The dataset's attributes are completed from `scenario` if it did not come from `run_scenario`.
     """
@@ -213,7 +229,7 @@ def _bins(size, fct, sample_ps, reference) -> list[dict]:
 def _mean_of(runs: list[dict]) -> dict:
     mean: dict[str, Any] = {}
     for key, value in runs[0].items():
-        if key in ("run", "seed", "afct_by_size"):
+        if key in ("run", "seed", "status", "afct_by_size"):
             continue
         if isinstance(value, dict):
             mean[key] = {k: float(np.nanmean([r[key][k] for r in runs])) if any(

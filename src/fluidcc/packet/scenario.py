@@ -1,8 +1,9 @@
 """Packet-simulation scenarios: one TOML file = network + workload + protocol + duration + seeds.
 
 `Scenario.load(path)` reads and checks a scenario file (`Scenario.from_dict` a mapping of the
-same keys); `run_scenario` draws each run's flows and simulates every run in one batched
-`fluidcc.packet.simulate` call; `write_outputs` writes the dataset, the per-flow table, the
+same keys); `run_scenario` draws each run's flows and simulates every run in one batched call of
+the exact engine, `fluidcc.packet.simulate_exact` (every packet, ACK and timer at its own time;
+no result depends on its step); `write_outputs` writes the dataset, the per-flow table, the
 summary and the figures. ``fluidcc packet SCENARIO.toml --out DIR`` does all three.
 
 Units at the edges as everywhere in fluidcc (`fluidcc.units`): times are numbers of seconds or
@@ -14,8 +15,16 @@ File format (every key shown; `#` marks the defaults)::
     description = "RCP, Pareto flows at load 0.9"   # optional free text
     duration = "30s"          # simulated time (required)
     seeds = [1, 2, 3]         # one run per seed, batched; or seed = 1 (default: seed = 0)
-    slot = "0.2ms"            # slot length (default: one packet time at the fastest link)
+    step = "10ms"             # the engine's step, at most the lookahead (default: the lookahead);
+                              # no result depends on it (the old key `slot` is refused)
     sample = "30ms"           # time between samples of the time series (default: duration / 1000)
+    pool_size = 4096          # packets and ACKs a run may hold at once (default: the links'
+                              # buffers, what is on the wire and a window per flow,
+                              # `fluidcc.packet.exact.pool_size_for`)
+    receiver_runs = 8192      # runs of out-of-order data the receivers hold at once (default:
+                              # one per packet the links hold, `exact.receiver_runs_for`)
+                              # (a run that needs more of either stops or discards data and says
+                              # so in its status: raise the key its message names)
 
     [network]                 # a network file, relative to this file ...
     file = "../networks/parking_lot.toml"
@@ -46,12 +55,15 @@ File format (every key shown; `#` marks the defaults)::
     # file = "flows.csv"      # relative to this file, or absolute
 
     [protocol]                # name and settings; omitted settings take the protocol's defaults
-    name = "rcp"              # "tcp" | "rcp" | "qcp" | "open_loop"
-    # tcp:       initial_window = 2 (packets), min_rto = "200ms"
+    name = "rcp"              # "tcp" | "rcp" | "qcp" | "open_loop" (`fluidcc.packet.exact_protocols`)
+    # tcp:       initial_window = 2 (segments), min_rto = "200ms", syn_timeout = "3s",
+    #            receive_window = inf (segments; inf: no limit), limited_transmit = true
     # rcp:       alpha = 0.1, beta = 1, tau = "10ms", rtt_gain = 0.02, min_rto = "200ms"
     # qcp:       alpha = 1, beta = 1, interval = "100ms" (default: each link's mean RTT),
-    #            variant = "exact" | "simplified", min_rto = "200ms"
+    #            variant = "exact" | "simplified", min_rto = "200ms",
+    #            gain = 0.25 (how far a router's rate moves towards eq. (4)'s value per interval)
     # open_loop: kind = "poisson" | "constant", rate = "10Mbps" (or one rate per flow, a list)
+    # (`fluidcc models` lists every protocol's settings with their defaults and units)
 
 Flow sizes (``workload.sizes``, an inline table; `fluidcc.packet.workloads`):
 ``{ kind = "pareto", shape = 1.2, mean = 25 }`` (mean of the whole-packet sizes, > 1),
@@ -65,24 +77,28 @@ with a header row and one row per flow, columns ``start_s`` (s, >= 0) and ``size
 whole number >= 1, or ``inf``: long-lived), optionally ``route`` (a network flow's name or index;
 without it, the network must have one flow) and ``stop_s`` (s, or ``inf``: never, the default);
 other columns, such as ns-3's ``fct_s``, are ignored. The flows keep the file's order and their
-exact times (the simulator starts each at the first slot boundary at or after its start); flows
-starting after the duration never start. The file is read and checked when the scenario is
+exact times (the exact engine starts each at its start time, not rounded); flows starting after
+the duration never start. The file is read and checked when the scenario is
 loaded. `Scenario.write_traces` (``fluidcc packet --trace``) writes each seed's flows in this
 format, so any scenario's flows replay as a trace, in fluidcc or in ns-3.
 
 The network's flows give the routes. Poisson arrivals follow one route and ignore that flow's
 start and stop; long-lived flows with `count` ignore them too; a trace names each flow's route.
 With several seeds every run draws its own arrivals (workload seed = run seed unless the workload
-gives one) and the runs go to `simulate` as one batch, one flow table per seed. A trace has no
-random draw and no seed: every run replays the same flows, and the seeds change only the
-simulation's own random draws (open-loop Poisson sources, the links' turns).
+gives one) and the runs go to `simulate_exact` as one batch, one flow table per seed. A trace has
+no random draw and no seed: every run replays the same flows, and the seeds change only the
+simulation's own random draws (open-loop Poisson sources; the engine has no other).
 
 Errors: bad input raises `fluidcc.errors.ParameterError` (or its `NetworkError`, `WorkloadError`
 and `UnitError` subclasses) whose field is the key's dotted path (``workload.sizes.shape``,
 ``protocol.tau``, ``network: flow 'f': route``, ``workload.sizes: FILE, line 3``), with the value
-and what is allowed; an unknown key names the key and the allowed ones.
+and what is allowed; an unknown key names the key and the allowed ones. A step longer than the
+network's lookahead is refused when the file is loaded, naming the hop that sets the lookahead.
 
-The dataset `run_scenario` returns is `simulate`'s, plus the flows' stop times (``stop``) and
+The dataset `run_scenario` returns is `simulate_exact`'s (per run a ``status``, 0: ok, and its
+``message``: a run whose packet pool or receivers' store was too small says so, and its numbers
+are those up to where it stopped or with the data its receivers threw away; `write_outputs` and
+``fluidcc packet`` report every such run), plus the flows' stop times (``stop``) and
 the attributes ``scenario_toml`` (the scenario's text), ``scenario_file``, ``workload_kind``,
 ``workload_route`` (the route's flow name; for one long-lived flow per network flow, the first
 flow; for a trace, the route most of its flows follow, the first such if tied),
@@ -175,9 +191,10 @@ def bottleneck(network: Network, flow: int) -> tuple[int, float]:
 class Scenario:
     """A packet simulation: network, workload, protocol, duration and seeds (module docstring).
 
-    duration_s, slot_s, sample_s: seconds (slot_s, sample_s None: `simulate`'s defaults);
-    seeds: one run per seed; text: the scenario file's text; path: the file (None when built from
-    a mapping). Its packet size is the network's (`packet_bytes`).
+    duration_s, step_s, sample_s: seconds (step_s, sample_s None: `simulate_exact`'s defaults,
+    the lookahead and duration / 1000); pool_size, receiver_runs: the engine's stores (None:
+    `simulate_exact`'s defaults); seeds: one run per seed; text: the scenario file's text; path:
+    the file (None when built from a mapping). Its packet size is the network's (`packet_bytes`).
     """
 
     network: Network
@@ -185,8 +202,10 @@ class Scenario:
     workload: WorkloadSpec
     duration_s: float
     seeds: tuple[int, ...] = (0,)
-    slot_s: float | None = None
+    step_s: float | None = None
     sample_s: float | None = None
+    pool_size: int | None = None
+    receiver_runs: int | None = None
     text: str = ""
     path: Path | None = None
 
@@ -258,10 +277,9 @@ class Scenario:
         """Write each seed's flow table as a trace, ``trace_seed<SEED>.csv`` in `out_dir` (created),
         in the format `workloads.read_trace` reads and ``[workload] kind = "trace"`` replays:
         start_s, size_packets, route (the network flow's name), stop_s, one row per flow in the
-        order the simulator numbers them, with the exact times drawn (not rounded to slots): the
-        trace of a one-seed scenario, replayed with that seed and slot, is the same run (in a
-        batch of seeds, a run's random draws also depend on how many flows it is padded to,
-        `fluidcc.packet.simulate`). One file per distinct seed (a seed's flows are the same
+        order the simulator numbers them, with the exact times drawn: a seed's trace, replayed
+        with that seed, is the same run (the exact engine's random draws depend only on the seed,
+        the flow and the packet). One file per distinct seed (a seed's flows are the same
         whenever it appears); returns the paths written.
         """
         out = Path(out_dir)
@@ -273,26 +291,33 @@ class Scenario:
         return list(paths.values())
 
 
+#: Fields of `simulate_exact`'s errors named otherwise in a scenario file (its step, sample,
+#: duration, seeds, pool_size and receiver_runs have the file's names).
+_SCENARIO_KEYS = {"rate": "protocol.rate"}
+
+
 def run_scenario(scenario: Scenario, progress: Callable[[str], None] | None = None):
-    """Simulate every run of `scenario` in one `simulate` call; return its xarray dataset.
+    """Simulate every run of `scenario` in one `simulate_exact` call; return its xarray dataset.
 
     progress: called with the name of each phase as it starts, "workload" (drawing the flow
     tables) then "simulate" (the batched simulation: one JAX call, no finer progress).
-    The dataset is `simulate`'s plus ``stop`` (each flow's stop time, s; inf: never) and the
-    scenario's attributes (module docstring).
+    The dataset is `simulate_exact`'s (with each run's ``status`` and ``message``) plus ``stop``
+    (each flow's stop time, s; inf: never) and the scenario's attributes (module docstring).
+    An error of the engine names the scenario key it comes from (``protocol.rate``, ``step``, ...).
     """
-    from ._run import simulate
+    from ._run_exact import simulate_exact
 
     report = progress if progress is not None else (lambda phase: None)
     report("workload")
     tables = scenario.tables()
     report("simulate")
     try:
-        dataset = simulate(scenario.network, scenario.protocol, tables, duration_s=scenario.duration_s,
-                           slot_s=scenario.slot_s, seeds=list(scenario.seeds), sample_s=scenario.sample_s)
+        dataset = simulate_exact(scenario.network, scenario.protocol, tables, duration_s=scenario.duration_s,
+                                 step_s=scenario.step_s, seeds=list(scenario.seeds), sample_s=scenario.sample_s,
+                                 pool_size=scenario.pool_size, receiver_runs=scenario.receiver_runs)
     except ParameterError as error:
-        if error.field == "rate":  # the open-loop rates, checked against the flows
-            raise type(error)("protocol.rate", error.value, error.allowed) from None
+        if error.field in _SCENARIO_KEYS:
+            raise type(error)(_SCENARIO_KEYS[error.field], error.value, error.allowed) from None
         raise
     stop = np.full((len(tables), dataset.sizes["flow"]), np.nan)
     for k, table in enumerate(tables):

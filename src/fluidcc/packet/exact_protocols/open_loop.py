@@ -18,7 +18,7 @@ import numpy as np
 
 from ...errors import ParameterError
 from ..exact import DATA, ExactProtocol, Packet
-from ..protocols._fields import FieldSettings
+from ..settings import FieldSettings
 
 KINDS = ("poisson", "constant")
 

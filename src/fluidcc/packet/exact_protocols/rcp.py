@@ -28,7 +28,7 @@ import numpy as np
 
 from ..engine import link_mean_rtt
 from ..exact import DATA, SYN
-from ..protocols._fields import FieldSettings
+from ..settings import FieldSettings
 from ._explicit import (MIN_RATE_FRACTION, UNLIMITED, ExplicitRateSender, require_fraction, require_positive,
                         shared_params)
 

@@ -44,7 +44,7 @@ sets a limit in segments; none by default).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import jax
@@ -52,7 +52,7 @@ import jax.numpy as jnp
 
 from ...errors import ParameterError
 from ..exact import ACK, DATA, SYN, SYNACK, ExactProtocol, Packet
-from ..protocols._fields import FieldSettings
+from ..settings import FieldSettings
 
 OPEN, DISORDER, RECOVERY, LOSS = 0, 1, 2, 3
 _UNLIMITED = 1e18
@@ -77,16 +77,18 @@ def _positive(name, value, allowed, least=0.0):
 @dataclass(frozen=True)
 class TCP(ExactProtocol, FieldSettings):
     """TCP NewReno. initial_window: segments (>= 1); min_rto_s, syn_timeout_s: seconds (> 0);
-    receive_window: segments the receiver advertises (inf: no limit); ack_bytes: an ACK's size on
-    the links it crosses (bytes > 0; 40: IP and TCP headers; ns-3's are 52 with the timestamp
-    option, 54 on a point-to-point wire)."""
+    receive_window: segments the receiver advertises (inf: no limit); limited_transmit: count a
+    Reno guess on the first two duplicate ACKs too, so that each sends a new segment (RFC 3042,
+    ns-3's default; False: only from the third); ack_bytes: an ACK's size on the links it crosses
+    (bytes > 0; 40: IP and TCP headers; ns-3's are 52 with the timestamp option, 54 on a
+    point-to-point wire)."""
 
-    initial_window: float = 2.0
+    initial_window: float = field(default=2.0, metadata={"unit": "segments"})
     min_rto_s: float = 0.2
     syn_timeout_s: float = 3.0
-    receive_window: float = math.inf
+    receive_window: float = field(default=math.inf, metadata={"unit": "segments"})
     limited_transmit: bool = True
-    ack_bytes: float = 40.0
+    ack_bytes: float = field(default=40.0, metadata={"unit": "bytes"})
     name = "tcp"
 
     def __post_init__(self):

@@ -11,14 +11,15 @@ A protocol is an object the engine (`fluidcc.packet.engine`) calls inside its sc
   ``router_init(params, n_links)``, ``stamp(router, params, link, header)``,
   ``router_step(router, params, t, links)`` and optionally ``observe(router, params)``.
 
-A protocol is a frozen dataclass whose fields are its settings (`_fields`: the scenario keys,
-`settings()` and `fluidcc models` come from them), named in the catalogue `fluidcc.protocols`.
+A protocol is a frozen dataclass whose fields are its settings (`fluidcc.packet.settings`). The
+catalogue `fluidcc.protocols`, scenario files and `fluidcc packet` use the exact engine's
+protocols (`fluidcc.packet.exact_protocols`), not these.
 """
 
-from ._fields import FieldSettings as FieldSettings
-from ._fields import SettingField as SettingField
-from ._fields import scenario_keys as scenario_keys
-from ._fields import setting_fields as setting_fields
+from ..settings import FieldSettings as FieldSettings
+from ..settings import SettingField as SettingField
+from ..settings import scenario_keys as scenario_keys
+from ..settings import setting_fields as setting_fields
 
 from .open_loop import OpenLoop as OpenLoop
 from .qcp import QCP as QCP

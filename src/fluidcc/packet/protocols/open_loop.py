@@ -27,7 +27,7 @@ from scipy.stats import poisson
 
 from ...errors import ParameterError
 from ..engine import COUNT, Send, check_counts
-from ._fields import FieldSettings
+from ..settings import FieldSettings
 
 KINDS = ("poisson", "constant")
 TABLE_MEAN = 1000.0  # the largest mean per slot drawn from a table; above it, jax.random.poisson

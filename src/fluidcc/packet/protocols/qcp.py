@@ -51,7 +51,7 @@ import numpy as np
 from ...errors import ParameterError
 from ..engine import Send, link_mean_rtt
 from . import _feedback as feedback
-from ._fields import FieldSettings
+from ..settings import FieldSettings
 
 UNLIMITED = 1e12
 MIN_RATE_FRACTION = 1e-4

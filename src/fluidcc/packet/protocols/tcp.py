@@ -41,7 +41,7 @@ import jax.numpy as jnp
 
 from ...errors import ParameterError
 from ..engine import COUNT, Send
-from ._fields import FieldSettings
+from ..settings import FieldSettings
 from ._rtt import rtt_update
 
 _NO_LIMIT = 1e12

@@ -1,10 +1,13 @@
 """A packet protocol's settings are its dataclass fields: what a scenario file sets, what
-`settings()` reports, and what `fluidcc models` lists all come from them.
+`settings()` reports, and what `fluidcc models` lists all come from them (the protocols of both
+engines, `fluidcc.packet.exact_protocols` and `fluidcc.packet.protocols`, share this module).
 
 The unit of a field is in its name, in the fluidcc way: ``tau_s`` is a time (the scenario key
 ``tau``, "10ms" or seconds), ``rate_pps`` a rate (the key ``rate``, "10Mbps" or packets/s; a
 field with metadata ``per_flow=True`` also takes a list of one rate per flow and reports a list);
-a field of type ``str`` is a choice, checked by the class; any other field is a number.
+a field of type ``str`` is a choice, checked by the class; a field of type ``bool`` a switch (true
+or false); any other field is a number, whose unit, if it has one, is its metadata ``unit``
+(``field(default=2.0, metadata={"unit": "segments"})``).
 """
 
 from __future__ import annotations
@@ -16,17 +19,21 @@ import numpy as np
 
 #: Field-name suffixes and the kind of quantity they mark (the scenario key drops the suffix).
 SUFFIX_KINDS = {"_s": "time", "_pps": "rate"}
+#: The unit of each kind of setting that has one.
+KIND_UNITS = {"time": "s", "rate": "packets/s"}
 
 
 @dataclasses.dataclass(frozen=True)
 class SettingField:
-    """One setting of a packet protocol: its scenario key, dataclass field, kind and default."""
+    """One setting of a packet protocol: its scenario key, dataclass field, kind ("time", "rate",
+    "choice", "switch" or "number"), default and unit ("" for none)."""
 
     key: str
     field: str
-    kind: str  # "time", "rate", "choice" or "number"
+    kind: str
     default: Any
     per_flow: bool = False
+    unit: str = ""
 
 
 def setting_fields(protocol_class: type) -> tuple[SettingField, ...]:
@@ -35,12 +42,13 @@ def setting_fields(protocol_class: type) -> tuple[SettingField, ...]:
         raise TypeError(f"{protocol_class!r} is not a dataclass: a packet protocol's settings are its fields")
     found = []
     for f in dataclasses.fields(protocol_class):
-        key, kind = f.name, "choice" if f.type in (str, "str") else "number"
+        key, kind = f.name, {str: "choice", "str": "choice", bool: "switch", "bool": "switch"}.get(f.type, "number")
         for suffix, suffix_kind in SUFFIX_KINDS.items():
             if f.name.endswith(suffix):
                 key, kind = f.name[: -len(suffix)], suffix_kind
         default = f.default if f.default is not dataclasses.MISSING else None
-        found.append(SettingField(key, f.name, kind, default, bool(f.metadata.get("per_flow", False))))
+        unit = KIND_UNITS.get(kind, f.metadata.get("unit", ""))
+        found.append(SettingField(key, f.name, kind, default, bool(f.metadata.get("per_flow", False)), unit))
     return tuple(found)
 
 
