@@ -118,6 +118,19 @@ def test_a_full_pool_is_a_status_not_a_crash():
     assert int(run.sent.sum()) > 0  # what ran until then is kept
 
 
+def test_a_default_pool_found_too_small_grows(monkeypatch):
+    """The default pool starts at `pool_size_for`; when a run fills it, the runs are simulated again
+    with four times the pool: the same results as a pool large enough from the start."""
+    from fluidcc.packet import _run_exact
+
+    large = simulate_exact(dumbbell(2), TCP(initial_window=8), duration_s=0.3, pool_size=1024)
+    monkeypatch.setattr(_run_exact, "pool_size_for", lambda plan, width: 4)
+    grown = simulate_exact(dumbbell(2), TCP(initial_window=8), duration_s=0.3)
+    assert int(grown.status.max()) == 0 and grown.attrs["pool_size"] > 4 and grown.attrs["attempts"] >= 2
+    for name in ("sent", "delivered", "dropped", "finish", "acks_received"):
+        np.testing.assert_array_equal(grown[name].values, large[name].values)
+
+
 def test_the_engine_state_is_a_typed_pytree():
     """The engine carries records with named fields (JAX pytrees), not dicts: they flatten by name,
     pass through jit as their own type, and `replace` leaves the original unchanged."""

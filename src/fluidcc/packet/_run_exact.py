@@ -37,11 +37,13 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     flow). step_s: the engine's step, at most the lookahead (default: the lookahead; no result
     depends on it). sample_s: spacing of the time series (default: duration / 1000). buffers: per
     link, packets (default: as the network gives, else one BDP). pool_size: packets and ACKs the
-    run may hold at once (default: `pool_size_for`). receiver_runs: runs of out-of-order data the
+    run may hold at once (default: `pool_size_for`, grown x4 and the runs simulated again while a
+    run fills it, up to `MAX_POOL_SIZE`; attribute `pool_size`: the size used). receiver_runs: runs of out-of-order data the
     receivers hold at once, in one store they share (ns-3 keeps any amount). By default the store
     starts at `receiver_runs_for` and, if a receiver had to discard data, the runs are simulated
     again with four times the store, up to `MAX_RECEIVER_RUNS` (attribute `receiver_runs`: the size
-    used; `receiver_runs_peak` per run: the most held at once). Given, the store is that size.
+    used; `receiver_runs_peak` per run: the most held at once; `attempts`: the simulations made,
+    `wall_s` is theirs together). Given, the store is that size.
     Data that would need one more run is counted in `discarded` and the sender must send it
     again; such a run differs from receivers that keep everything, and its status says so.
 
@@ -76,7 +78,8 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     if pool_size is not None and (isinstance(pool_size, bool) or not isinstance(pool_size, (int, np.integer))
                                   or pool_size < 2):
         raise ParameterError("pool_size", pool_size, "a whole number >= 2 of packets and ACKs held at once")
-    pool = pool_size_for(plan, width) if pool_size is None else int(pool_size)
+    grow_pool = pool_size is None
+    pool = pool_size_for(plan, width) if grow_pool else int(pool_size)
     grow = receiver_runs is None
     if grow:
         receiver_runs = receiver_runs_for(plan)
@@ -88,22 +91,32 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
 
     began = time.perf_counter()
+    attempts = 0
     while True:
+        attempts += 1
         run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs))
         out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))
-        # the default store grows until no receiver discards (the runs again, from the start)
-        if not (grow and np.any(np.asarray(out["status"]) == 4) and receiver_runs < MAX_RECEIVER_RUNS):
+        # default stores grow (x4) until no run fills them; the runs again, from the start
+        status = np.asarray(out["status"])
+        if grow_pool and np.any(status == 1) and pool < MAX_POOL_SIZE:
+            pool = min(4 * pool, MAX_POOL_SIZE)
+        elif grow and np.any(status == 4) and receiver_runs < MAX_RECEIVER_RUNS:
+            receiver_runs = min(4 * int(receiver_runs), MAX_RECEIVER_RUNS)
+        else:
             break
-        receiver_runs = min(4 * int(receiver_runs), MAX_RECEIVER_RUNS)
     wall = time.perf_counter() - began
-    return _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool,
-                    int(receiver_runs), out, wall)
+    dataset = _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool,
+                       int(receiver_runs), out, wall)
+    dataset.attrs["attempts"] = attempts
+    return dataset
 
 
 _CACHE: dict = {}
 
 #: The largest store of out-of-order runs the default grows to (a run that needs more has status 4).
 MAX_RECEIVER_RUNS = 1 << 18
+#: The largest packet pool the default grows to (a run that needs more has status 1).
+MAX_POOL_SIZE = 1 << 22
 
 
 def _forward_filled(values: np.ndarray) -> np.ndarray:
@@ -181,7 +194,7 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
         "link_data_accepted": (("run", "link"), links["data_accepted"], {"units": "packets"}),
         "link_dropped": (("run", "link"), links["dropped"], {"units": "packets"}),
         "busy": (("run", "link"), np.asarray(links["busy_s"]) / duration,
-                 {"long_name": "fraction of the run the link was sending (service begun before the end)"}),
+                 {"long_name": "fraction of the run the link was sending (service up to the end)"}),
         "queue_mean": (("run", "link"), waited[:, -1, :] / duration,
                        {"units": "packets", "long_name": "packets waiting (not in service), time average"}),
         "queue": (("run", "sample", "link"), queue, {"units": "packets", "long_name": "mean packets waiting per sample"}),
