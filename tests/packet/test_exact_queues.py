@@ -29,6 +29,17 @@ def test_poisson_packets_make_the_md1_queue(conserved):
     conserved(run)
 
 
+def test_busy_counts_service_up_to_the_end_only():
+    """Constant packets at 2 C into a link with room for them all: it is busy from the first
+    arrival to the end, whatever is still queued then (a fraction of the run, at most 1)."""
+    capacity = 1000.0
+    network = Network((Link("l", capacity, 0.005, buffer_packets=5000),), (Flow("f", ("l",)),))
+    run = simulate_exact(network, OpenLoop("constant", 2 * capacity), duration_s=2.0, pool_size=4096).isel(run=0)
+    assert int(run.status) == 0 and float(run.queue.values[-1, 0]) > 500  # a standing queue at the end
+    first = float(run.first_sent.values[0])
+    assert float(run.busy.values[0]) == pytest.approx((2.0 - first) / 2.0, abs=1e-3)
+
+
 def test_a_capacity_switch_changes_the_service_rate_at_its_time(conserved):
     """Constant packets at 1.5 C into a link whose capacity doubles at 1 s: until then the link
     serves C per second and the queue grows by 0.5 C per second; after, it drains."""

@@ -773,7 +773,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                               dropped=links.dropped.at[jnp.where(drop, l, L)].add(1, mode="drop"),
                               data_accepted=links.data_accepted.at[jnp.where(accept & (kind == DATA), l, L)].add(
                                   1, mode="drop"),
-                              busy_s=links.busy_s.at[la].add(leave - begin, mode="drop"))
+                              busy_s=links.busy_s.at[la].add(
+                                  jnp.maximum(jnp.minimum(leave, end_s) - begin, 0.0), mode="drop"))
             b_in, b_out = bin_of(arrival), bin_of(begin)
             waits = accept & (begin > arrival)
             lw = jnp.where(waits, l, L)
