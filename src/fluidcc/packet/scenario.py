@@ -20,11 +20,11 @@ File format (every key shown; `#` marks the defaults)::
     sample = "30ms"           # time between samples of the time series (default: duration / 1000)
     pool_size = 4096          # packets and ACKs a run may hold at once (default: the links'
                               # buffers, what is on the wire and a window per flow,
-                              # `fluidcc.packet.exact.pool_size_for`)
+                              # `fluidcc.packet.exact.pool_size_for`, grown while a run fills it)
     receiver_runs = 8192      # runs of out-of-order data the receivers hold at once (default:
-                              # one per packet the links hold, `exact.receiver_runs_for`)
-                              # (a run that needs more of either stops or discards data and says
-                              # so in its status: raise the key its message names)
+                              # four per packet the links hold, `exact.receiver_runs_for`, grown
+                              # while a run fills it); given, a run that needs more of either
+                              # stops or discards data and says so in its status
 
     [network]                 # a network file, relative to this file ...
     file = "../networks/parking_lot.toml"
