@@ -38,8 +38,9 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     depends on it). sample_s: spacing of the time series (default: duration / 1000). buffers: per
     link, packets (default: as the network gives, else one BDP). pool_size: packets and ACKs the
     run may hold at once (default: `pool_size_for`, grown x4 and the runs simulated again while a
-    run fills it, up to `MAX_POOL_SIZE`; attribute `pool_size`: the size used). receiver_runs: runs of out-of-order data the
-    receivers hold at once, in one store they share (ns-3 keeps any amount). By default the store
+    run fills it, up to `MAX_POOL_SIZE`; attribute `pool_size`: the size used). receiver_runs: runs
+    of out-of-order data the receivers hold at once, in one store they share (ns-3 keeps any
+    amount). By default the store
     starts at `receiver_runs_for` and, if a receiver had to discard data, the runs are simulated
     again with four times the store, up to `MAX_RECEIVER_RUNS` (attribute `receiver_runs`: the size
     used; `receiver_runs_peak` per run: the most held at once; `attempts`: the simulations made,
@@ -80,8 +81,8 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
         raise ParameterError("pool_size", pool_size, "a whole number >= 2 of packets and ACKs held at once")
     grow_pool = pool_size is None
     pool = pool_size_for(plan, width) if grow_pool else int(pool_size)
-    grow = receiver_runs is None
-    if grow:
+    grow_runs = receiver_runs is None
+    if grow_runs:
         receiver_runs = receiver_runs_for(plan)
     elif isinstance(receiver_runs, bool) or not isinstance(receiver_runs, (int, np.integer)) or receiver_runs < 1:
         raise ParameterError("receiver_runs", receiver_runs,
@@ -100,7 +101,7 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
         status = np.asarray(out["status"])
         if grow_pool and np.any(status == 1) and pool < MAX_POOL_SIZE:
             pool = min(4 * pool, MAX_POOL_SIZE)
-        elif grow and np.any(status == 4) and receiver_runs < MAX_RECEIVER_RUNS:
+        elif grow_runs and np.any(status == 4) and receiver_runs < MAX_RECEIVER_RUNS:
             receiver_runs = min(4 * int(receiver_runs), MAX_RECEIVER_RUNS)
         else:
             break
