@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import jax.numpy as jnp
 import numpy as np
 import pytest
-from numpy.polynomial import Polynomial
 
-from fluidcc.dde import DDESystem, Status
+from fluidcc.dde import Status
 from fluidcc.dde._reference import solve_ddeint, solve_reference
 
 from dde_systems import (  # noqa: E402
