@@ -49,10 +49,10 @@ def test_rcp_settings_are_checked():
 
 
 def test_one_loss_is_repaired_once():
-    """A capacity dip of 12 ms drops one packet of a lone RCP flow. It goes back once: the copies it
+    """A capacity dip of 9.5 ms drops one packet of a lone RCP flow. It goes back once: the copies it
     resends that the receiver already had come back as duplicate ACKs, which must not count as a new
     loss (they did, before the sender counted its copies: a second going back, measured)."""
-    network = Network((Link("l", 1000.0, 0.05, buffer_packets=5, schedule=((3.0, 500.0), (3.012, 1000.0))),),
+    network = Network((Link("l", 1000.0, 0.05, buffer_packets=5, schedule=((3.0, 500.0), (3.0095, 1000.0))),),
                       (Flow("f", ("l",)),))
     run = simulate_exact(network, RCP(), FlowTable(np.array([0.0]), np.array([np.inf])), duration_s=8.0).isel(run=0, flow=0)
     assert int(run.dropped) == 1 and int(run.timeouts) == 0

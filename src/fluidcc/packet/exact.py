@@ -1,7 +1,8 @@
 """The exact packet engine: every packet, ACK and timer at its own time, in one total order.
 
-**Order.** Every event has an exact time (seconds, float64) and a place in one total order:
-time, then flow, then kind (data, ACK, SYN, SYN-ACK), then sequence number; nothing is random.
+**Order.** Every event has an exact time (seconds, float64, on a grid of 2^-32 s: `on_grid`) and
+a place in one total order: time, then flow, then kind (data, ACK, SYN, SYN-ACK), then sequence
+number; nothing is random, and no tie is left to the rounding of a float sum.
 Time advances in *steps* of at most the *lookahead*; within a step the stages run in pipeline
 order -- the senders, then the links in a fixed order (`Plan.link_order`), each stage handling
 its events of the step one by one in the total order. A hop that feeds a stage processed earlier
@@ -62,6 +63,22 @@ STATUS = {0: "ok", 1: "the packet pool was full: a packet could not be sent (rai
           3: f"more than {1024} events at one instant at one stage",
           4: "the receivers had more out-of-order runs than their store holds and discarded data (raise receiver_runs)"}
 _BIG = np.iinfo(np.int64).max  # above every tie-break key
+#: The grid every event time is rounded to (s): 2^-32 s, about 0.23 ns (ns-3 keeps whole ns).
+TIME_GRID_S = 2.0 ** -32
+
+
+def on_grid(t):
+    """t (s) rounded to the nearest multiple of `TIME_GRID_S` (inf and NaN unchanged).
+
+    Every time the engine or a protocol sets (a departure, an arrival, a timer) is put on the grid.
+    Sums of times on the grid are exact (below 2^21 s), so an instant reached two ways is one
+    value, and ties are broken by the total order's rule, never by the last bit of a float64 sum:
+    XLA may round an operation differently in a batch of runs than in one run (a vectorized
+    division, a power), and without the grid a run's packets could change order with the runs
+    batched beside it."""
+    return jnp.round(t * 2.0 ** 32) * 2.0 ** -32
+
+
 #: Most events a stage takes in one chunk (a chunk is sorted once; a sort of the whole pool costs
 #: more on a CPU than the rest of a step).
 CHUNK = 1024
@@ -644,8 +661,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             counters = c.counters
             nbytes = size_of[packet.kind]
             start = jnp.maximum(now, counters.nic_free)
-            leave = start + (nbytes / interface if protocol.paced else 0.0)
-            arrive = leave + access
+            leave = on_grid(start + (nbytes / interface if protocol.paced else 0.0))
+            arrive = on_grid(leave + access)
             target = jnp.where(go, slot, P)
             pool = PacketPool(time=pool.time.at[target].set(arrive, mode="drop"),
                               place=pool.place.at[target].set(route[:, 0], mode="drop"),
@@ -714,7 +731,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                             seq=pool.seq.at[pv].set(received, mode="drop"), hop=pool.hop.at[pv].set(0, mode="drop"),
                             sent=pool.sent.at[pv].set(echo, mode="drop"),
                             place=pool.place.at[pv].set(jnp.where(through, reverse[f, 0], L), mode="drop"),
-                            time=pool.time.at[pv].set(jnp.where(through, now, now + back[f]), mode="drop"))
+                            time=pool.time.at[pv].set(jnp.where(through, now, on_grid(now + back[f])), mode="drop"))
         return c.replace(pool=pool, receivers=rx, counters=counters)
 
     def link_stage(c, l, t1):
@@ -762,7 +779,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             accept = on_packet & ~drop
             begin = jnp.maximum(arrival, links.free_at[l])
             which = jnp.searchsorted(schedule_s[l], begin, side="right") - 1
-            leave = begin + nbytes / capacity_Bps[l, which]
+            leave = on_grid(begin + nbytes / capacity_Bps[l, which])
             la = jnp.where(accept, l, L)  # writes for an accepted packet
             lp = jnp.where(on_packet, l, L)  # writes for any packet
             acc = links.accepted[l]
@@ -800,14 +817,14 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             more = hop < path_length
             following = jnp.where(is_ack, reverse[f, jnp.minimum(hop, reverse.shape[1] - 1)],
                                   route[f, jnp.minimum(hop, route.shape[1] - 1)])
-            reach = leave + propagation[l]
+            reach = on_grid(leave + propagation[l])
             # data at its last link reaches the receiver then if that is before the end; later, it
             # stays in flight (parked, never processed)
             arrives = accept & ~is_ack & ~more
             in_time = arrives & (reach < end_s)
             parked = arrives & ~in_time
             place = jnp.where(more, following, jnp.where(is_ack, L, L + 1))
-            time = jnp.where(more, reach, jnp.where(is_ack, reach + access[f], jnp.where(parked, jnp.inf, reach)))
+            time = jnp.where(more, reach, jnp.where(is_ack, on_grid(reach + access[f]), jnp.where(parked, jnp.inf, reach)))
             pa, pp = jnp.where(accept, p, P), jnp.where(on_packet, p, P)
             pool = pool.replace(place=pool.place.at[pp].set(jnp.where(accept, place, FREE), mode="drop"),
                                 time=pool.time.at[pp].set(jnp.where(accept, time, jnp.inf), mode="drop"),

@@ -26,7 +26,7 @@ import math
 import jax.numpy as jnp
 
 from ...errors import ParameterError
-from ..exact import ACK, DATA, SYN, SYNACK, ExactProtocol, Packet
+from ..exact import ACK, DATA, SYN, SYNACK, ExactProtocol, Packet, on_grid
 
 UNLIMITED = 1e12
 MAX_RTO_S = 60.0
@@ -142,7 +142,7 @@ class ExplicitRateSender(ExactProtocol):
              "syn_at": jnp.where(start, jnp.inf, s["syn_at"]),
              "snd_nxt": jnp.where(timeout, s["snd_una"], s["snd_nxt"]),
              "recover": jnp.where(timeout, s["high_tx"], s["recover"]), "rto": rto,
-             "timer": jnp.where(expired, jnp.where(timeout, now + rto, jnp.inf), s["timer"]),
+             "timer": jnp.where(expired, jnp.where(timeout, on_grid(now + rto), jnp.inf), s["timer"]),
              "timeouts": s["timeouts"] + timeout}
         return self.on_pace(s, paced)
 
@@ -169,7 +169,7 @@ class ExplicitRateSender(ExactProtocol):
         back = dup & (dupacks == 3) & (s["snd_una"] >= s["recover"])
         snd_una = jnp.where(more, ack.ack_no, s["snd_una"])
         snd_nxt = jnp.where(back, snd_una, jnp.maximum(s["snd_nxt"], snd_una))
-        timer = jnp.where(more | back, jnp.where(s["high_tx"] > snd_una, now + rto, jnp.inf), s["timer"])
+        timer = jnp.where(more | back, jnp.where(s["high_tx"] > snd_una, on_grid(now + rto), jnp.inf), s["timer"])
         s = {**s, "phase": jnp.where(opened, 2, s["phase"]), "syn_at": jnp.where(opened, jnp.inf, s["syn_at"]),
              "rate": rate, "srtt": srtt, "rttvar": rttvar,
              "rto": rto, "snd_una": snd_una, "snd_nxt": snd_nxt, "dupacks": dupacks, "copies": copies,
@@ -188,9 +188,9 @@ class ExplicitRateSender(ExactProtocol):
         snd_nxt = seq + data
         header = self.data_header(s, syn)
         packet = Packet(kind=jnp.where(syn, SYN, DATA).astype(jnp.int32), seq=seq.astype(jnp.int32), header=header)
-        s = {**s, "syn_due": s["syn_due"] & ~syn, "syn_at": jnp.where(syn, now + s["syn_wait"], s["syn_at"]),
+        s = {**s, "syn_due": s["syn_due"] & ~syn, "syn_at": jnp.where(syn, on_grid(now + s["syn_wait"]), s["syn_at"]),
              "snd_nxt": snd_nxt, "high_tx": jnp.maximum(s["high_tx"], snd_nxt),
-             "timer": jnp.where(data & jnp.isinf(s["timer"]), now + s["rto"], s["timer"])}
+             "timer": jnp.where(data & jnp.isinf(s["timer"]), on_grid(now + s["rto"]), s["timer"])}
         return self.after_send(s, data, now), packet
 
 

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ParameterError
-from ..exact import DATA, ExactProtocol, Packet
+from ..exact import DATA, ExactProtocol, Packet, on_grid
 from ..settings import FieldSettings
 
 KINDS = ("poisson", "constant")
@@ -56,7 +56,7 @@ class OpenLoop(ExactProtocol, FieldSettings):
         n = flows.start.shape[0]
         state = {"count": jnp.zeros(n, jnp.int32), "due": jnp.zeros(n, bool),
                  "keys": jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))}
-        first = flows.start + (self._gap(state, params) if self.kind == "poisson" else 0.0)
+        first = on_grid(flows.start + self._gap(state, params)) if self.kind == "poisson" else flows.start
         return {**state, "next": first, "count": jnp.zeros(n, jnp.int32)}
 
     def next_time(self, state, params, flows):
@@ -75,9 +75,9 @@ class OpenLoop(ExactProtocol, FieldSettings):
     def send(self, state, params, flows, now, mask):
         count = state["count"] + mask
         if self.kind == "constant":
-            following = flows.start + count / params["rate"]
+            following = on_grid(flows.start + count / params["rate"])
         else:
-            following = state["next"] + self._gap({**state, "count": count}, params)
+            following = on_grid(state["next"] + self._gap({**state, "count": count}, params))
         packet = Packet(kind=jnp.full(mask.shape, DATA, jnp.int32), seq=state["count"],
                         header=jnp.zeros((mask.shape[0], 0)))
         return {**state, "count": count, "due": state["due"] & ~mask,

@@ -56,7 +56,7 @@ import numpy as np
 
 from ...errors import ParameterError
 from ..engine import link_mean_rtt
-from ..exact import DATA
+from ..exact import DATA, on_grid
 from ..settings import FieldSettings
 from ._explicit import (MIN_RATE_FRACTION, UNLIMITED, ExplicitRateSender, require_fraction, require_positive,
                         shared_params)
@@ -129,7 +129,7 @@ class QCP(ExplicitRateSender, FieldSettings):
         rate = router["rate"][link] ** (1.0 - params.gain) * rate ** params.gain
         return {"rate": router["rate"].at[link].set(rate), "sum": router["sum"].at[link].set(0.0),
                 "queue": router["queue"].at[link].set(jnp.inf), "last": router["last"].at[link].set(now),
-                "next": router["next"].at[link].set(now + params.interval[link]),
+                "next": router["next"].at[link].set(on_grid(now + params.interval[link])),
                 "estimate": router["estimate"].at[link].set(total / d)}
 
     def router_packet(self, router, params, link, now, kind, header, waiting, accepted):

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..engine import link_mean_rtt
-from ..exact import DATA, SYN
+from ..exact import DATA, SYN, on_grid
 from ..settings import FieldSettings
 from ._explicit import (MIN_RATE_FRACTION, UNLIMITED, ExplicitRateSender, require_fraction, require_positive,
                         shared_params)
@@ -83,7 +83,7 @@ class RCP(ExplicitRateSender, FieldSettings):
         rate = jnp.clip(router["rate"][link] * factor, MIN_RATE_FRACTION * capacity, capacity)
         return {**router, "rate": router["rate"].at[link].set(rate), "count": router["count"].at[link].set(0.0),
                 "last": router["last"].at[link].set(now),
-                "next": router["next"].at[link].set(now + jnp.minimum(params.tau, d0))}
+                "next": router["next"].at[link].set(on_grid(now + jnp.minimum(params.tau, d0)))}
 
     def router_packet(self, router, params: RCPParams, link, now, kind, header, waiting, accepted):
         data = (kind == DATA) | (kind == SYN)
@@ -118,7 +118,7 @@ class RCP(ExplicitRateSender, FieldSettings):
 
     def after_send(self, s, data, now):
         gap = 1.0 / jnp.maximum(s["rate"], 1e-9)
-        return {**s, "due": s["due"] & ~data, "next": jnp.where(data, jnp.maximum(s["next"] + gap, now), s["next"])}
+        return {**s, "due": s["due"] & ~data, "next": jnp.where(data, jnp.maximum(on_grid(s["next"] + gap), now), s["next"])}
 
 
 __all__ = ["RCP", "RCPParams"]

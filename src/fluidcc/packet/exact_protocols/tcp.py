@@ -51,11 +51,20 @@ import jax
 import jax.numpy as jnp
 
 from ...errors import ParameterError
-from ..exact import ACK, DATA, SYN, SYNACK, ExactProtocol, Packet
+from ..exact import ACK, DATA, SYN, SYNACK, ExactProtocol, Packet, on_grid
 from ..settings import FieldSettings
 
 OPEN, DISORDER, RECOVERY, LOSS = 0, 1, 2, 3
 _UNLIMITED = 1e18
+
+
+def whole_ms(t):
+    """The millisecond clock of TCP's timestamps at time t (s): whole milliseconds, counted from t
+    first rounded to the nanosecond, as ns-3 keeps time. A millisecond is not a multiple of the
+    engine's time grid (`on_grid`), so an instant that sits on one (a link of 1000 packets/s puts
+    many there) can be a hair below it; flooring t * 1000 directly would count it a millisecond
+    short."""
+    return jnp.floor_divide(jnp.round(t * 1e9).astype(jnp.int64), 1_000_000)
 
 
 class TCPParams(NamedTuple):
@@ -177,7 +186,7 @@ class TCP(ExactProtocol, FieldSettings):
                 "rtx": jnp.where(timeout, False, s["rtx"]),
                 # every segment outstanding counts as retransmitted: no RTT sample until new data is acknowledged
                 "retx_hi": jnp.where(timeout, s["high_tx"], s["retx_hi"]),
-                "rto": rto, "timer": jnp.where(expired, jnp.where(outstanding, now + rto, jnp.inf), s["timer"]),
+                "rto": rto, "timer": jnp.where(expired, jnp.where(outstanding, on_grid(now + rto), jnp.inf), s["timer"]),
                 # ns-3 counts entries into LOSS (its CongState trace fires on a change): a timeout
                 # that expires again before the flow leaves LOSS is an expiry, not a new timeout
                 "timeouts": s["timeouts"] + (timeout & (s["state"] != LOSS)),
@@ -195,7 +204,7 @@ class TCP(ExactProtocol, FieldSettings):
         dup = is_ack & (a == snd_una) & (high_tx > snd_una)
         # RTT (ns-3.37's rule): the SYN-ACK, and an ACK of new data whose oldest segment was sent once
         # (Karn, even with timestamps); timestamps in whole milliseconds
-        sample = jnp.floor(now * 1000.0) / 1000.0 - jnp.floor(ack.echo * 1000.0) / 1000.0
+        sample = (whole_ms(now) - whole_ms(ack.echo)).astype(now.dtype) / 1000.0
         sample = jnp.where(sample > 0, sample, 1e-6)
         valid = opened | (new & (snd_una >= s["retx_hi"]))
         first = valid & ~s["has_sample"]
@@ -260,7 +269,7 @@ class TCP(ExactProtocol, FieldSettings):
         # a restart of the timer recomputes the RTO (the back-off ends)
         rto = jnp.where(restart, self._fresh_rto(s, params), rto)
         left = high_tx > snd_una
-        timer = jnp.where(restart, jnp.where(left, now + rto, jnp.inf), s["timer"])
+        timer = jnp.where(restart, jnp.where(left, on_grid(now + rto), jnp.inf), s["timer"])
         timer = jnp.where(opened, jnp.inf, timer)
         return {**s, "phase": jnp.where(opened, 2, phase), "syn_at": jnp.where(opened, jnp.inf, s["syn_at"]),
                 "snd_una": snd_una, "snd_nxt": snd_nxt, "recover": recover, "recover_active": recover_active,
@@ -285,10 +294,10 @@ class TCP(ExactProtocol, FieldSettings):
         high_tx = jnp.maximum(s["high_tx"], snd_nxt)
         data = rtx | new
         resent = rtx | (new & (s["snd_nxt"] < s["high_tx"]))
-        timer = jnp.where(data & jnp.isinf(s["timer"]), now + s["rto"], s["timer"])
+        timer = jnp.where(data & jnp.isinf(s["timer"]), on_grid(now + s["rto"]), s["timer"])
         packet = Packet(kind=jnp.where(syn, SYN, DATA).astype(jnp.int32), seq=seq.astype(jnp.int32),
                         header=jnp.zeros((mask.shape[0], 0)))
-        return {**s, "syn_due": s["syn_due"] & ~syn, "syn_at": jnp.where(syn, now + s["syn_wait"], s["syn_at"]),
+        return {**s, "syn_due": s["syn_due"] & ~syn, "syn_at": jnp.where(syn, on_grid(now + s["syn_wait"]), s["syn_at"]),
                 "snd_nxt": snd_nxt, "high_tx": high_tx, "rtx": s["rtx"] & ~rtx, "timer": timer,
                 "retx_hi": jnp.where(resent, jnp.maximum(s["retx_hi"], seq + 1), s["retx_hi"]),
                 "retransmits": s["retransmits"] + resent, "syns": s["syns"] + syn}, packet
