@@ -76,7 +76,7 @@ def on_grid(t):
     XLA may round an operation differently in a batch of runs than in one run (a vectorized
     division, a power), and without the grid a run's packets could change order with the runs
     batched beside it."""
-    return jnp.round(t * 2.0 ** 32) * 2.0 ** -32
+    return jnp.round(t / TIME_GRID_S) * TIME_GRID_S  # scalings by a power of 2: exact
 
 
 #: Most events a stage takes in one chunk (a chunk is sorted once; a sort of the whole pool costs
