@@ -14,6 +14,7 @@ import pytest
 from fluidcc.errors import ParameterError
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet._run_exact import simulate_exact
+from fluidcc.packet.exact import DATA, ExactProtocol, Packet, on_grid
 from fluidcc.packet.exact_protocols import TCP
 from fluidcc.packet.workloads import FlowTable, Pareto, PoissonArrivals
 
@@ -108,6 +109,73 @@ def test_a_run_is_the_same_alone_and_batched_beside_another():
     for name, values in one.data_vars.items():
         if values.dims == ("run", "flow"):
             np.testing.assert_array_equal(two[name].values[0, :n], values.values[0], err_msg=name)
+
+
+@dataclasses.dataclass(frozen=True)
+class OffGrid(ExactProtocol):
+    """A test protocol that sets its times off the engine's time grid: a send every 1/3 ms from
+    each flow's start, a router timer every 1/7 ms. It counts the events it was given at an instant
+    off the grid, or before the time it set."""
+
+    name = "off-grid"
+    paced = False
+
+    def init(self, params, flows, key):
+        n = flows.start.shape[0]
+        zero = jnp.zeros(n, jnp.int32)
+        return {"count": zero, "next": flows.start + 1.0 / 3000.0, "due": jnp.zeros(n, bool), "off": zero,
+                "early": zero}
+
+    def next_time(self, s, params, flows):
+        return jnp.where((s["count"] < flows.size) & ~s["due"], s["next"], jnp.inf)
+
+    def on_time(self, s, params, flows, now, mask):
+        return {**s, "due": s["due"] | mask, "off": s["off"] + (mask & (now != on_grid(now))),
+                "early": s["early"] + (mask & (now < s["next"]))}
+
+    def on_ack(self, s, params, flows, now, mask, ack):
+        return s
+
+    def ready(self, s, params, flows, now):
+        return s["due"]
+
+    def send(self, s, params, flows, now, mask):
+        count = s["count"] + mask
+        packet = Packet(kind=jnp.full(mask.shape, DATA, jnp.int32), seq=s["count"], header=jnp.zeros((mask.shape[0], 0)))
+        return {**s, "count": count, "due": s["due"] & ~mask,
+                "next": jnp.where(mask, flows.start + (count + 1) / 3000.0, s["next"])}, packet
+
+    def report(self, s):
+        return {"sends_off_grid": s["off"], "sends_early": s["early"]}
+
+    def router_init(self, params, n_links):
+        zero = jnp.zeros(n_links, jnp.int32)
+        return {"next": jnp.full(n_links, 1.0 / 7000.0), "fired": zero, "off": zero, "early": zero}
+
+    def router_next(self, router, params, link):
+        return router["next"][link]
+
+    def router_timer(self, router, params, link, now, waiting):
+        return {"next": router["next"].at[link].add(1.0 / 7000.0), "fired": router["fired"].at[link].add(1),
+                "off": router["off"].at[link].add((now != on_grid(now)).astype(jnp.int32)),
+                "early": router["early"].at[link].add((now < router["next"][link]).astype(jnp.int32))}
+
+    def observe(self, router, params):
+        return {"timers_fired": router["fired"], "timers_off_grid": router["off"], "timers_early": router["early"]}
+
+
+def test_a_protocol_that_sets_times_off_the_grid_gets_its_events_on_it_and_not_early():
+    """The engine takes a protocol's next events on its time grid, rounded up: a protocol that
+    forgets `on_grid` still runs on the grid (so alone and batched alike) and never sees an event
+    before the time it set."""
+    network = Network((Link("b", 1000.0, 0.01, buffer_packets=100),), (Flow("f", ("b",)), Flow("g", ("b",))))
+    table = FlowTable(np.array([0.0, 0.1]), np.array([200.0, 100.0]))
+    run = simulate_exact(network, OffGrid(), table, duration_s=0.2001, pool_size=256).isel(run=0)
+    assert int(run.status) == 0
+    np.testing.assert_array_equal(run.sent.values, [200, 100])  # every send happened, by 0.067 s and 0.133 s
+    assert int(run.timers_fired[0]) == 1400  # at k / 7000 s, k = 1..1400, up to 0.2001 s
+    for name in ("sends_off_grid", "sends_early", "timers_off_grid", "timers_early"):
+        assert int(run[name].sum()) == 0, name
 
 
 def test_the_step_may_not_exceed_the_lookahead_and_the_error_names_the_hop():

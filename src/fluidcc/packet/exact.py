@@ -79,6 +79,15 @@ def on_grid(t):
     return jnp.round(t / TIME_GRID_S) * TIME_GRID_S  # scalings by a power of 2: exact
 
 
+def up_to_grid(t):
+    """t (s) rounded up to a multiple of `TIME_GRID_S` (a time on the grid is unchanged).
+
+    The engine takes a protocol's next event (`next_time`, `router_next`) at this instant, so an
+    event a protocol sets off the grid still fires on it, and not before the time it set (a
+    protocol that tests `now >= timer` sees its timer due)."""
+    return jnp.ceil(t / TIME_GRID_S) * TIME_GRID_S
+
+
 #: Most events a stage takes in one chunk (a chunk is sorted once; a sort of the whole pool costs
 #: more on a CPU than the rest of a step).
 CHUNK = 1024
@@ -290,6 +299,11 @@ class ExactProtocol:
     read and write its header), `observe` (per-link arrays (L,) of the router state to report:
     at the end of the run, and after each timer as a series over the samples; `params` is None
     at the end, so take what it needs from the router state).
+
+    Times: the engine takes the instants `next_time` and `router_next` report on its time grid,
+    rounded up (`up_to_grid`), so an event never comes before the time a protocol set and always
+    sits on the grid. Put the times a protocol keeps on the grid itself (`on_grid`), so that sums
+    of them stay exact.
     """
 
     name = "protocol"
@@ -584,13 +598,21 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         taken = key < theta
         return theta, jnp.nonzero(taken, size=S, fill_value=P)[0].astype(jnp.int32), jnp.sum(taken, dtype=jnp.int32), stuck
 
+    def own_next(proto):
+        """Each flow's next own event (start, timer, pacing), on the time grid."""
+        return up_to_grid(protocol.next_time(proto, params, flows))
+
+    def router_next(router, l):
+        """Link l's next router timer, on the time grid."""
+        return up_to_grid(protocol.router_next(router, params, l))
+
     def senders(c, t1):
         """Each flow takes its ACKs and its own events in time order (ACKs by (time, kind, seq)) and
         sends at those instants; chunk by chunk of the step's ACKs."""
         def more_work(c):
             pool = c.pool
             acks = jnp.any((pool.place == L) & (pool.time < t1))
-            own = jnp.any(protocol.next_time(c.proto, params, flows) < t1)
+            own = jnp.any(own_next(c.proto) < t1)
             ready = jnp.any(protocol.ready(c.proto, params, flows, c.counters.clock)
                             & (c.counters.clock < t1))
             return (acks | own | ready) & (c.status == 0)
@@ -616,7 +638,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         def action_time(c, pointer):
             at = jnp.minimum(begin + pointer, S - 1)
             ack_t = jnp.where(pointer < count, key_s[at], jnp.inf)
-            own_t = protocol.next_time(c.proto, params, flows)
+            own_t = own_next(c.proto)
             return pointer, idx_s[at], ack_t, own_t
 
         def cond(loop):
@@ -740,7 +762,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         def more_work(c):
             pool = c.pool
             return (jnp.any((pool.place == l) & (pool.time < t1))
-                    | (protocol.router_next(c.router, params, l) < t1)) & (c.status == 0)
+                    | (router_next(c.router, l) < t1)) & (c.status == 0)
 
         def round_(c):
             pool = c.pool
@@ -759,7 +781,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     def _link_round(c, l, t1, idx_s, n):
         def cond(loop):
             c, i, key = loop
-            timer = protocol.router_next(c.router, params, l)
+            timer = router_next(c.router, l)
             return (i < n) | (timer < t1)
 
         def body(loop):
@@ -767,7 +789,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             p = idx_s[jnp.minimum(i, S - 1)]
             pool, links, bins = c.pool, c.links, c.bins
             arrival = jnp.where(i < n, pool.time[p], jnp.inf)
-            timer = protocol.router_next(c.router, params, l)
+            timer = router_next(c.router, l)
             fire = timer <= arrival  # a router timer at the instant of an arrival fires first
             on_packet = ~fire
             router_timed = protocol.router_timer(c.router, params, l, timer, waiting_at(links, l, timer))

@@ -77,7 +77,8 @@ with a header row and one row per flow, columns ``start_s`` (s, >= 0) and ``size
 whole number >= 1, or ``inf``: long-lived), optionally ``route`` (a network flow's name or index;
 without it, the network must have one flow) and ``stop_s`` (s, or ``inf``: never, the default);
 other columns, such as ns-3's ``fct_s``, are ignored. The flows keep the file's order and their
-exact times (the exact engine starts each at its start time, not rounded); flows starting after
+exact times (the exact engine starts each at its start time, on its grid of 2^-32 s, not moved
+to a slot); flows starting after
 the duration never start. The file is read and checked when the scenario is
 loaded. `Scenario.write_traces` (``fluidcc packet --trace``) writes each seed's flows in this
 format, so any scenario's flows replay as a trace, in fluidcc or in ns-3.
