@@ -122,17 +122,3 @@ def test_a_trace_is_replayed_flow_for_flow_at_its_exact_times(tmp_path):
     np.testing.assert_array_equal(run.first_sent.values, np.ceil(np.array([0.1, 0.2003, 0.5]) / grid) * grid)
     np.testing.assert_array_equal(run.delivered.values, [5, 3, 4])
     assert np.all(np.isfinite(run.fct.values))
-
-
-def test_the_slot_engine_refuses_what_it_cannot_follow():
-    from fluidcc.errors import ParameterError
-    from fluidcc.packet import simulate
-    from fluidcc.packet.protocols import TCP as SlotTCP
-
-    scheduled = Network((Link("l", 1000.0, 0.01, schedule=((1.0, 500.0),)),), (Flow("f", ("l",)),))
-    with pytest.raises(ParameterError, match="schedule.*simulate_exact"):
-        simulate(scheduled, SlotTCP(), duration_s=1.0)
-    two_way = Network((Link("ab", 1000.0, 0.01, source="a", target="b"),
-                       Link("ba", 1000.0, 0.01, source="b", target="a")), (Flow("f", ("ab",)),))
-    with pytest.raises(ParameterError, match="reverse_route.*simulate_exact"):
-        simulate(two_way, SlotTCP(), duration_s=1.0)

@@ -416,8 +416,7 @@ def test_packet_command_replays_a_trace_and_writes_it_back(tmp_path):
 
 def test_packet_command_runs_the_exact_engine(tmp_path):
     """`fluidcc packet` on a trace gives, flow for flow, what `simulate_exact` gives on the same
-    network and flows (the slot engine's would differ: it starts flows on slot boundaries and has
-    no lookahead)."""
+    network and flows."""
     scenario = _write(tmp_path, "trace.toml", SMALL_TRACE)
     _write(tmp_path, "ns3_flows.csv", "start_s,size_packets\n0.3,20\n0.0,5\n0.0101,1\n0.5,8\n0.0,40\n")
     out = tmp_path / "out"
@@ -480,7 +479,7 @@ BAD = {
         [protocol]
         name = "tcp"
     """, ["duration", "missing", "required"]),
-    "the slot engine's slot": ("""
+    "the old slot engine's slot": ("""
         duration = "1s"
         slot = "2ms"
         [network]

@@ -495,19 +495,16 @@ def test_trace_file_and_writer_errors(tmp_path):
 
 
 def test_a_replayed_trace_starts_and_sizes_its_flows_as_written(tmp_path):
-    """The simulator starts a flow at the first slot boundary at or after its start
-    (`_run._padded`: ceil(start / slot - 1e-9)); sizes are the trace's."""
-    from fluidcc.packet import simulate
-    from fluidcc.packet.protocols import TCP
+    """The simulator starts each flow at the trace's start time (not moved to a slot) with the
+    trace's size, on the flow's route."""
+    from fluidcc.packet import simulate_exact
+    from fluidcc.packet.exact_protocols import TCP
 
-    slot = 1e-3
     path = _trace(tmp_path, "start_s,size_packets,fct_s\n"
                             "0.05,5,0.2\n0,3,0.1\n0.0123,inf,nan\n0.2,1,0.05\n0.0071,2,0.1\n")
     table = read_trace(path, _one_flow())
-    run = simulate(_one_flow(), TCP(), table, duration_s=1.0, slot_s=slot, seeds=[1])
-    expected = np.ceil(table.start_s / slot - 1e-9) * slot
-    np.testing.assert_allclose(run["start"].values[0], expected, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(run["start"].values[0], [0.05, 0.0, 0.013, 0.2, 0.008], rtol=0, atol=1e-12)
+    run = simulate_exact(_one_flow(), TCP(), table, duration_s=1.0, seeds=[1])
+    np.testing.assert_array_equal(run["start"].values[0], [0.05, 0.0, 0.0123, 0.2, 0.0071])
     np.testing.assert_array_equal(run["size"].values[0], [5, 3, math.inf, 1, 2])
     assert run["route_index"].values[0].tolist() == [0] * 5
     finite = np.isfinite(table.size_packets)

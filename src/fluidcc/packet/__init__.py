@@ -8,20 +8,16 @@ batch of seeds. A scenario file (network + workload + protocol + duration + seed
 `run_scenario` or `fluidcc packet SCENARIO.toml`; the protocol catalogue (`fluidcc.protocols`)
 names its protocols, whose settings are their dataclass fields (`fluidcc.packet.settings`).
 
-`simulate` runs the older slot engine (`fluidcc.packet.engine` describes its model of links,
-paths and time) with the sources of `fluidcc.packet.protocols`. `workloads` builds flow tables
-(Poisson arrivals, flow-size distributions, empirical CDFs); `metrics` has flow completion times,
-processor-sharing references, fairness and what links could carry.
+`workloads` builds flow tables (Poisson arrivals, flow-size distributions, empirical CDFs);
+`metrics` has flow completion times, processor-sharing references, fairness and what links could
+carry.
 """
 
 from . import metrics as metrics
 from . import exact_protocols as exact_protocols
-from . import protocols as protocols
 from . import workloads as workloads
-from ._run import simulate as simulate
 from ._run_exact import simulate_exact as simulate_exact
 from .scenario import Scenario as Scenario
 from .scenario import run_scenario as run_scenario
 
-__all__ = ["Scenario", "exact_protocols", "metrics", "protocols", "run_scenario", "simulate", "simulate_exact",
-           "workloads"]
+__all__ = ["Scenario", "exact_protocols", "metrics", "run_scenario", "simulate_exact", "workloads"]

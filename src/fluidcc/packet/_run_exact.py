@@ -1,8 +1,9 @@
 """`simulate_exact`: one network, one protocol, flows, a batch of runs on the exact engine, as an
-xarray dataset (the variables of `simulate`'s, plus each run's status and message)."""
+xarray dataset (per flow, per link, series over samples, and each run's status and message)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -16,9 +17,54 @@ import xarray as xr
 from .._version import stamp
 from ..errors import ParameterError
 from ..network import Network
-from ._run import _shared_routes, _tables, compile_key
 from .exact import STATUS, Flows, Plan, check_step, pool_size_for, receiver_runs_for, simulate_events
 from .workloads import FlowTable
+
+
+def network_flows(network: Network) -> FlowTable:
+    """One long-lived flow per flow of the network, with its start and stop times."""
+    return FlowTable(network.start_s, np.full(network.n_flows, np.inf), network.stop_s,
+                     np.arange(network.n_flows, dtype=np.int32))
+
+
+def _tables(network: Network, flows, n_runs: int) -> list[FlowTable]:
+    if flows is None:
+        flows = network_flows(network)
+    tables = list(flows) if isinstance(flows, (list, tuple)) else [flows] * n_runs
+    if len(tables) != n_runs:
+        raise ParameterError("flows", f"{len(tables)} flow tables", f"one flow table, or one per seed ({n_runs})")
+    for k, table in enumerate(tables):
+        if not isinstance(table, FlowTable):
+            raise ParameterError(f"flows[{k}]", type(table).__name__, "a fluidcc.packet.workloads.FlowTable")
+        if len(table) == 0:
+            raise ParameterError(f"flows[{k}]", "no flows", "at least one flow")
+        bad = (table.route < 0) | (table.route >= network.n_flows)
+        if np.any(bad):
+            raise ParameterError(f"flows[{k}].route", int(table.route[np.argmax(bad)]),
+                                 f"a route index in [0, {network.n_flows}) (the network's flows: "
+                                 f"{', '.join(network.flow_names)})")
+    return tables
+
+
+def _shared_routes(route: np.ndarray) -> np.ndarray:
+    """Per flow index, the route its runs share (a padded flow, -1, takes that of a real one)."""
+    shared = route.max(axis=0)
+    if np.any((route >= 0) & (route != shared)):
+        raise ParameterError("flows", "different routes for one flow index across runs",
+                             "per-run flow tables whose k-th flows share a route")
+    return shared
+
+
+def compile_key(protocol, static) -> tuple:
+    """What a compiled simulation depends on besides shapes: the protocol's class and settings and
+    every field of `static` (a frozen dataclass of NumPy arrays and numbers: a layout or a plan)."""
+    digest = hashlib.sha256()
+    for name in sorted(vars(static)):
+        value = getattr(static, name)
+        digest.update(name.encode() + (np.ascontiguousarray(value).tobytes() if isinstance(value, np.ndarray)
+                                       else repr(value).encode()))
+    return (type(protocol).__module__, type(protocol).__qualname__,
+            json.dumps(getattr(protocol, "settings", lambda: {})(), sort_keys=True), digest.hexdigest())
 
 
 def _check_positive(name: str, value, allowed: str) -> float:

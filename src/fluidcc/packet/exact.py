@@ -51,7 +51,6 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..network import Network
-from .engine import _NONE, default_buffers
 
 #: Kinds of packet.
 DATA, ACK, SYN, SYNACK = 0, 1, 2, 3
@@ -63,6 +62,7 @@ STATUS = {0: "ok", 1: "the packet pool was full: a packet could not be sent (rai
           3: f"more than {1024} events at one instant at one stage",
           4: "the receivers had more out-of-order runs than their store holds and discarded data (raise receiver_runs)"}
 _BIG = np.iinfo(np.int64).max  # above every tie-break key
+_NONE = np.iinfo(np.int32).max // 4  # an empty out-of-order run starts here
 #: The grid every event time is rounded to (s): 2^-32 s, about 0.23 ns (ns-3 keeps whole ns).
 TIME_GRID_S = 2.0 ** -32
 
@@ -86,6 +86,21 @@ def up_to_grid(t):
     event a protocol sets off the grid still fires on it, and not before the time it set (a
     protocol that tests `now >= timer` sees its timer due)."""
     return jnp.ceil(t / TIME_GRID_S) * TIME_GRID_S
+
+
+def link_mean_rtt(network: Network) -> np.ndarray:
+    """Per link, s: the mean RTT of the network's flows that cross it (no flow: twice its delay)."""
+    rtts = network.rtt_s
+    return np.array([float(np.mean(rtts[network.flows_on(l)])) if network.flows_on(l)
+                     else 2.0 * float(network.link_delays_s[l]) for l in range(network.n_links)])
+
+
+def default_buffers(network: Network) -> np.ndarray:
+    """Each link's buffer, packets: as given, else one BDP of the mean RTT of its flows (>= 1)."""
+    capacity = network.capacities_pps
+    rtt = link_mean_rtt(network)
+    return np.array([float(link.buffer_packets) if link.buffer_packets is not None
+                     else max(1.0, math.ceil(capacity[l] * rtt[l])) for l, link in enumerate(network.links)])
 
 
 #: Most events a stage takes in one chunk (a chunk is sorted once; a sort of the whole pool costs

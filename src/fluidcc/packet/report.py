@@ -78,8 +78,7 @@ def summarize(dataset) -> dict:
     finished flows). "mean": the runs' numbers averaged (status left out); its afct_by_size pools
     the runs' flows. Top level: the scenario's and the engine's settings (step_s, lookahead_s,
     pool_size, receiver_runs) and failed_runs, the runs whose status is not 0 (run, seed, status,
-    message; empty when every run is ok). The slot engine's late_batches has no counterpart: the
-    exact engine has no calendar, and its failures are the status.
+    message; empty when every run is ok).
     """
     from . import metrics
 

@@ -1,6 +1,6 @@
 """A packet protocol's settings are its dataclass fields: what a scenario file sets, what
-`settings()` reports, and what `fluidcc models` lists all come from them (the protocols of both
-engines, `fluidcc.packet.exact_protocols` and `fluidcc.packet.protocols`, share this module).
+`settings()` reports, and what `fluidcc models` lists all come from them (the protocols of
+`fluidcc.packet.exact_protocols`).
 
 The unit of a field is in its name, in the fluidcc way: ``tau_s`` is a time (the scenario key
 ``tau``, "10ms" or seconds), ``rate_pps`` a rate (the key ``rate``, "10Mbps" or packets/s; a

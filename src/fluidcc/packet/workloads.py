@@ -421,10 +421,9 @@ def read_trace(path: str | os.PathLike, network: "Network") -> FlowTable:
 
     The flows keep the file's order (flow k of the table is the k-th row), whether or not the
     starts are sorted: flow for flow comparisons (with ns-3) keep their flow numbers; use
-    `FlowTable.sorted_by_start` for the flows by start time. The exact engine
+    `FlowTable.sorted_by_start` for the flows by start time. The engine
     (`fluidcc.packet.simulate_exact`, which scenario files run) starts each flow at its start
-    time; the slot engine (`fluidcc.packet.simulate`) rounds it up to its slot boundary. A trace
-    holds no random draw: it is the same flows for every seed.
+    time. A trace holds no random draw: it is the same flows for every seed.
 
     Errors are `WorkloadError` (a `ParameterError`) naming the file and, for a row, its line
     (1-based, the header being line 1), the column and the value: a missing file, no header, a

@@ -26,8 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..engine import link_mean_rtt
-from ..exact import DATA, SYN, on_grid
+from ..exact import DATA, SYN, link_mean_rtt, on_grid
 from ..settings import FieldSettings
 from ._explicit import (MIN_RATE_FRACTION, UNLIMITED, ExplicitRateSender, require_fraction, require_positive,
                         shared_params)
