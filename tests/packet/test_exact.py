@@ -229,3 +229,20 @@ def test_the_engine_state_is_a_typed_pytree():
     assert isinstance(moved, PacketPool) and float(moved.seq[0]) == 1.0 and float(pool.seq[0]) == 0.0
     assert [f.name for f in dataclasses.fields(EngineState)] == [
         "pool", "free", "links", "bins", "receivers", "counters", "proto", "router", "observed", "status"]
+
+
+def test_the_receivers_store_is_sized_from_the_links_that_carry_data():
+    """Links only on reverse routes carry ACKs and make no hole in the data: the receivers' default
+    store is the same whether the ACKs return over such links or over a fixed delay."""
+    from fluidcc.packet.exact import Plan, receiver_runs_for
+
+    forward = Link("ab", C, 0.02, buffer_packets=500, source="A", target="B")
+    backward = Link("ba", C, 0.02, buffer_packets=500, source="B", target="A")
+    one_way = Network((forward,), (Flow("f", ("ab",)),))
+    two_way = Network((forward, backward), (Flow("f", ("ab",)),))
+    routes = np.zeros(1, np.int64)
+    plan_one = Plan.build(one_way, routes, 40.0)
+    plan_two = Plan.build(two_way, routes, 40.0)
+    assert plan_two.reverse_length[0] == 1 and plan_one.reverse_length[0] == 0  # ACKs over "ba", or a delay
+    held = 500 + C * 0.02  # the data link's buffer and what is on its wire
+    assert receiver_runs_for(plan_two) == receiver_runs_for(plan_one) == 1 << math.ceil(math.log2(4 * held))

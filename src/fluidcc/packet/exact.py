@@ -522,14 +522,17 @@ def _receive_one(rx: Receivers, f, n_flows: int, valid, seq):
 
 def receiver_runs_for(plan: Plan) -> int:
     """Places for runs of out-of-order data, shared by all the receivers of a run: four for every
-    packet the network's links can hold at once (buffer plus what the capacity puts on the wire in
-    the propagation delay), rounded up to a power of two (at least 64). A run needs a packet that
+    packet the links that carry data can hold at once (buffer plus what the capacity puts on the
+    wire in the propagation delay; links only on reverse routes carry ACKs and make no hole),
+    rounded up to a power of two (at least 64). A run needs a packet that
     came through above a hole, but holes outlive the packets that made them (NewReno repairs one
     per round trip), so the links' content is not a bound: 50 TCP flows on a 1 500-packet dumbbell
     held 3 414 runs at once. A run that needs more says so in its status (4); `simulate_exact`
     then grows the store."""
     capacity_pps = np.nanmax(plan.capacity_Bps, axis=1) / plan.data_bytes
-    held = float(np.sum(plan.buffer + capacity_pps * plan.propagation_s))
+    data = np.zeros(plan.n_links, bool)
+    data[plan.route[plan.route >= 0]] = True
+    held = float(np.sum((plan.buffer + capacity_pps * plan.propagation_s)[data]))
     return max(64, 1 << int(math.ceil(math.log2(max(4.0 * held, 1.0)))))
 
 
