@@ -57,7 +57,7 @@ def _shared_routes(route: np.ndarray) -> np.ndarray:
 
 def compile_key(protocol, static) -> tuple:
     """What a compiled simulation depends on besides shapes: the protocol's class and settings and
-    every field of `static` (a frozen dataclass of NumPy arrays and numbers: a layout or a plan)."""
+    every field of `static` (a frozen dataclass of NumPy arrays and numbers: the run's `Plan`)."""
     digest = hashlib.sha256()
     for name in sorted(vars(static)):
         value = getattr(static, name)
