@@ -47,6 +47,19 @@ class WorkloadError(ParameterError):
     line), a flow table or arrival process out of range."""
 
 
+class StoreError(ParameterError):
+    """A results store that cannot be used for this run: made by a different sweep (the message
+    names each difference), or a folder that holds something else. Its field is ``store``."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__("store", path, "the store of this same sweep, or a new folder; " + reason)
+
+
+class ClusterError(ParameterError):
+    """A Dask cluster that cannot be used: a scheduler that does not answer (the field is
+    ``scheduler``), or a number of workers that is not allowed (``workers``)."""
+
+
 class SolverError(FluidccError, RuntimeError):
     """The solver could not run at all (not a failing point: those are statuses)."""
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+import xarray as xr
+from hypothesis import given
+from hypothesis import strategies as st
 
-from fluidcc.errors import ParameterError
-from fluidcc.sweep import SweepSpec, parse_grid, run_sweep
+from fluidcc.errors import ParameterError, StoreError
+from fluidcc.sweep import ChunkLayout, SweepSpec, parse_grid, run_sweep
 from fluidcc.sweep import _runner
 from fluidcc.stability import Behaviour
 
@@ -39,8 +44,9 @@ def test_interrupted_sweep_keeps_finished_chunks_and_resumes(tmp_path, monkeypat
     monkeypatch.setattr(_runner, "_solve_chunk", failing_after_first)
     with pytest.raises(KeyboardInterrupt):
         run_sweep(spec, tmp_path, chunk_points=2)
-    partial = list(tmp_path.glob("partial-*/chunk_*.npz"))
-    assert len(partial) == 1  # the finished chunk survived the interruption
+    stored = xr.open_zarr(tmp_path / "sweep.zarr", consolidated=False)
+    assert stored["chunk_status"].values.tolist() == [1, 0]  # the finished chunk survived the interruption
+    assert np.all(np.isfinite(stored["final"].values[:2])) and np.all(np.isnan(stored["final"].values[2:]))
 
     resumed = []
 
@@ -52,8 +58,82 @@ def test_interrupted_sweep_keeps_finished_chunks_and_resumes(tmp_path, monkeypat
     data = run_sweep(spec, tmp_path, chunk_points=2)
     assert len(resumed) == 1  # only the unfinished chunk was computed again
     fresh = run_sweep(spec, None, chunk_points=2)  # the same chunks, uninterrupted: bit for bit
-    np.testing.assert_array_equal(data["final"].values, fresh["final"].values)
+    for name in fresh.data_vars:
+        np.testing.assert_array_equal(data[name].values, fresh[name].values)
     assert (tmp_path / "sweep.nc").exists()
+    again = xr.open_dataset(tmp_path / "sweep.nc", engine="scipy")
+    np.testing.assert_array_equal(again["final"].values, fresh["final"].values)
+
+
+def test_a_chunk_that_raises_is_recorded_the_others_finish_and_a_rerun_retries_it(tmp_path, monkeypatch):
+    spec = SweepSpec(model="miaimd", axes=(parse_grid("miaimd", "kappa=0.1:0.4:3"), parse_grid("miaimd", "rtt=50ms,100ms")),
+                     horizon_rtts=60)
+    original = _runner._solve_chunk
+
+    def second_row_fails(spec_, entry, values, *args, **kwargs):
+        if np.any(np.isclose(values["kappa"], 0.25)):
+            raise FloatingPointError("injected failure")
+        return original(spec_, entry, values, *args, **kwargs)
+
+    monkeypatch.setattr(_runner, "_solve_chunk", second_row_fails)
+    data = run_sweep(spec, tmp_path, chunk_points=2)  # one row of the grid per chunk
+    assert json.loads(data.attrs["chunks_failed"]) == [1]
+    assert "injected failure" in json.loads(data.attrs["chunk_errors"])["1"]
+    assert data["behaviour"].values[1].tolist() == [-1, -1] and np.all(np.isnan(data["final"].values[1]))
+    assert np.all(data["behaviour"].values[[0, 2]] >= 0)
+    stored = xr.open_zarr(tmp_path / "sweep.zarr", consolidated=False)
+    assert stored["chunk_status"].values.tolist() == [1, 2, 1]
+
+    monkeypatch.setattr(_runner, "_solve_chunk", original)
+    retried = run_sweep(spec, tmp_path, chunk_points=2)
+    assert json.loads(retried.attrs["chunks_failed"]) == [] and json.loads(retried.attrs["chunk_errors"]) == {}
+    fresh = run_sweep(spec, None, chunk_points=2)
+    for name in fresh.data_vars:
+        np.testing.assert_array_equal(retried[name].values, fresh[name].values)
+
+
+def test_a_store_made_by_another_sweep_is_refused_naming_the_difference(tmp_path):
+    axes = (parse_grid("miaimd", "kappa=0.1,0.2"),)
+    run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=60), tmp_path)
+    with pytest.raises(StoreError, match=r"spec.horizon_rtts is 50 here and 60 in the store"):
+        run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=50), tmp_path)
+    with pytest.raises(StoreError, match=r"chunk_block is \[1\] here and \[2\] in the store"):
+        run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=60), tmp_path, chunk_points=1)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "sweep.zarr").mkdir()
+    (tmp_path / "other" / "sweep.zarr" / "notes.txt").write_text("not a store")
+    with pytest.raises(StoreError, match="holds files but no sweep store"):
+        run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=60), tmp_path / "other")
+    with pytest.raises(ParameterError, match="chunk_points = 0"):
+        run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=60), None, chunk_points=0)
+
+
+@given(shape=st.lists(st.integers(1, 7), min_size=1, max_size=4), chunk_points=st.integers(1, 60))
+def test_chunks_are_blocks_of_the_grid_and_ranges_of_its_points_and_cover_it_once(shape, chunk_points):
+    layout = ChunkLayout(tuple(shape), chunk_points)
+    seen = np.zeros(shape, dtype=int)
+    flat_seen = np.zeros(int(np.prod(shape)), dtype=int)
+    for k in range(layout.n_chunks):
+        region = layout.slices(k)
+        lo, hi = layout.flat(k)
+        assert 0 < hi - lo <= chunk_points
+        block = np.arange(int(np.prod(shape))).reshape(shape)[region]
+        np.testing.assert_array_equal(block.ravel(), np.arange(lo, hi))  # a block is a contiguous range
+        assert all(s.stop - s.start <= b for s, b in zip(region, layout.block))
+        seen[region] += 1
+        flat_seen[lo:hi] += 1
+    assert np.all(seen == 1) and np.all(flat_seen == 1)
+    starts = [layout.flat(k)[0] for k in range(layout.n_chunks)]
+    assert starts == sorted(starts)
+
+
+def test_spec_values_of_a_range_are_that_range_of_the_grid():
+    spec = SweepSpec(model="miaimd", axes=(parse_grid("miaimd", "kappa=0.1:0.4:3"), parse_grid("miaimd", "flows=10,20,30,40")))
+    whole = spec.values()
+    part = spec.values(5, 11)
+    assert set(part) == set(whole)
+    for name in whole:
+        np.testing.assert_array_equal(part[name], whole[name][5:11])
 
 
 def test_points_in_their_start_up_transient_get_a_longer_horizon():

@@ -1,16 +1,20 @@
-"""Chunked sweep runner: solve, classify, keep every finished chunk on disk, assemble a dataset.
+"""Chunked sweep runner: solve, classify, keep every finished chunk in a Zarr store, assemble.
 
-An interrupted sweep keeps what it finished: each chunk of points is written to
-``OUT/partial-<digest>/chunk_<k>.npz`` as soon as it is done, and a rerun of the same sweep into
-the same folder resumes from there. The final dataset is ``OUT/sweep.nc`` (NetCDF) with its
-provenance in the attributes.
+With an output folder, ``OUT/sweep.zarr`` is the store of record: each chunk of points is
+written into its region as soon as it is done (`fluidcc.sweep._store`), so an interrupted sweep
+keeps what it finished and the same command resumes it, running only the chunks not done; a
+store made by a different sweep is refused, naming the difference. Chunks run in this process or
+as Dask tasks (`client`, `fluidcc.sweep.cluster`), with the same results bit for bit: a chunk is
+the same batch wherever it runs. A chunk that raises is recorded (``chunk_errors``) and the
+sweep goes on; running the sweep again retries it. Sweeps of up to `NETCDF_MAX_POINTS` points
+are also written to ``OUT/sweep.nc`` (NetCDF) and returned in memory; larger ones are returned
+as the store, opened lazily (dask arrays), so memory stays bounded by the chunks.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -21,16 +25,24 @@ from .._version import stamp
 from ..dde import RK4, Chebyshev, require_linear_form, resolve_method, solve
 from ..protocols import single_link_model
 from ..stability.classify import BEHAVIOUR_NAMES, Behaviour, Thresholds, classify
+from ._execute import run_chunks
 from ._spec import SweepSpec
+from ._store import DONE, FAILED, ChunkLayout, create_or_open, mark, record_errors, write_chunk
 
-#: Parameter points per stored chunk (each chunk is solved, classified and written at once).
+#: Parameter points per stored chunk at most (each chunk is solved, classified and written at once).
 DEFAULT_CHUNK_POINTS = 2048
+
+#: Largest sweep also written to sweep.nc and returned in memory.
+NETCDF_MAX_POINTS = 1 << 18
 
 #: Behaviours that a longer horizon may change, so points with them are integrated again.
 HORIZON_BOUND = (int(Behaviour.TRANSIENT), int(Behaviour.CONVERGING))
 
-_FIELDS = ("behaviour", "amplitude", "period", "deviation", "final", "equilibrium", "status",
-           "steps_per_delay", "error_estimate", "horizon_rtts")
+#: Each result of a point: its dtype and the value of a point not computed (a failed chunk).
+_FIELDS = {"behaviour": (np.int8, -1), "amplitude": (np.float64, np.nan), "period": (np.float64, np.nan),
+           "deviation": (np.float64, np.nan), "final": (np.float64, np.nan), "equilibrium": (np.float64, np.nan),
+           "status": (np.int8, -1), "steps_per_delay": (np.float64, np.nan), "error_estimate": (np.float64, np.nan),
+           "horizon_rtts": (np.float64, np.nan)}
 
 
 def run_sweep(
@@ -43,14 +55,25 @@ def run_sweep(
     command: str = "",
     smooth: bool = False,
     longer_for: tuple[int, ...] = HORIZON_BOUND,
+    client=None,
 ) -> xr.Dataset:
-    """Run a sweep and return its dataset; with `out_dir`, keep partial results and write sweep.nc.
+    """Run a sweep and return its dataset; with `out_dir`, store it there (sweep.zarr, and
+    sweep.nc up to `NETCDF_MAX_POINTS` points), resuming what a store there already holds.
 
     longer_for: the behaviours whose points are integrated again over a longer horizon (default:
     transient and converging, whose class the horizon decides).
     smooth: simulate the model's smooth form (`linearizable()`: without the projection of the
     queue at 0), the nonlinear model that linear analysis linearizes.
+    client: a `dask.distributed.Client` to run the chunks on (see `fluidcc.sweep.cluster`); with a
+    store, workers write their chunks into it, so its path must be one they see.
+    progress(done, total): points done, as chunks finish (those found done in the store first).
+    The dataset's ``chunks_failed`` attribute lists the chunks that raised (their points hold
+    behaviour -1 and NaN); ``chunk_errors`` (JSON) has their errors.
     """
+    if isinstance(chunk_points, bool) or not isinstance(chunk_points, (int, np.integer)) or chunk_points < 1:
+        from ..errors import ParameterError
+
+        raise ParameterError("chunk_points", chunk_points, "a whole number of points >= 1")
     entry = single_link_model(spec.model)
     values = spec.values()
     # Validate the whole grid before any work, so bad input fails at once.
@@ -59,41 +82,104 @@ def run_sweep(
         require_linear_form(system, params, field="solver")
     elif spec.solver == "auto":
         spec = dataclasses.replace(spec, solver=resolve_method("auto", system, params).name)
-    partial = None
+    del values, system, params
+    layout = ChunkLayout(spec.shape, int(chunk_points))
+    longer_for = tuple(int(b) for b in longer_for)
+    store = None
+    status = np.zeros(layout.n_chunks, dtype=np.int8)
+    errors: dict[int, str] = {}
     if out_dir is not None:
-        out_dir = Path(out_dir)
-        partial = out_dir / f"partial-{spec.digest()}{'-smooth' if smooth else ''}"
-        partial.mkdir(parents=True, exist_ok=True)
-        (partial / "spec.json").write_text(spec.to_json())
+        store = Path(out_dir) / ("sweep-smooth.zarr" if smooth else "sweep.zarr")
+        store.parent.mkdir(parents=True, exist_ok=True)
+        key = {"spec": json.loads(spec.to_json()), "smooth": smooth, "longer_for": list(longer_for),
+               "thresholds": thresholds.as_attrs(), "chunk_block": list(layout.block)}
+        status = create_or_open(store, _template(spec, layout, thresholds, command, longer_for, smooth), key,
+                                layout.n_chunks)
+        stored_errors = json.loads(xr.open_zarr(store, consolidated=False).attrs.get("chunk_errors", "{}"))
+        errors = {int(k): v for k, v in stored_errors.items()}
+    job = _ChunkJob(spec, thresholds, smooth, longer_for, layout, str(store) if store is not None else None)
+    pending = [k for k in range(layout.n_chunks) if status[k] != DONE]
+    finished = {"points": spec.size - sum(_points(layout, k) for k in pending)}
+    if progress is not None:
+        progress(finished["points"], spec.size)
+    in_memory: dict[int, dict] = {}
 
-    results = {name: [] for name in _FIELDS}
-    n_chunks = (spec.size + chunk_points - 1) // chunk_points
-    for k in range(n_chunks):
-        lo, hi = k * chunk_points, min(spec.size, (k + 1) * chunk_points)
-        path = partial / f"chunk_{k:05d}.npz" if partial is not None else None
-        if path is not None and path.exists():
-            with np.load(path) as stored:
-                chunk = {name: stored[name] for name in _FIELDS}
+    def done(k, summary, error):
+        if error is not None:
+            errors[k] = error
+            if store is not None:
+                mark(store, k, FAILED)
+                record_errors(store, errors)
         else:
-            chunk = _solve_chunk(spec, entry, {n: v[lo:hi] for n, v in values.items()}, thresholds, smooth,
-                                 longer_for)
-            if path is not None:
-                tmp = path.with_suffix(".tmp.npz")
-                np.savez(tmp, **chunk)
-                tmp.replace(path)
-        for name in _FIELDS:
-            results[name].append(chunk[name])
+            errors.pop(k, None)
+            if store is None:
+                in_memory[k] = summary["values"]
+        finished["points"] += _points(layout, k)
         if progress is not None:
-            progress(hi, spec.size)
+            progress(finished["points"], spec.size)
 
-    dataset = _dataset(spec, {n: np.concatenate(v) for n, v in results.items()}, thresholds, command, longer_for)
-    dataset.attrs["simulated_form"] = "smooth (no projection at q = 0)" if smooth else "model as defined"
-    if out_dir is not None:
-        target = out_dir / ("sweep-smooth.nc" if smooth else "sweep.nc")
-        dataset.to_netcdf(target.with_suffix(".tmp.nc"), engine="scipy")
-        target.with_suffix(".tmp.nc").replace(target)
-        shutil.rmtree(partial, ignore_errors=True)
+    run_chunks(job, pending, done, client)
+    failed = sorted(errors)
+    attrs = {"chunks_failed": json.dumps(failed), "chunk_errors": json.dumps({str(k): errors[k] for k in failed}),
+             "simulated_form": "smooth (no projection at q = 0)" if smooth else "model as defined"}
+    if store is not None:
+        record_errors(store, errors)
+        dataset = xr.open_zarr(store, consolidated=False).drop_vars("chunk_status")
+        attrs["points_integrated_longer"] = int((dataset["horizon_rtts"] > spec.horizon_rtts).sum())
+        attrs["store"] = str(store)
+        import zarr
+
+        zarr.open_group(str(store), mode="r+").attrs.update(attrs)
+        dataset.attrs.update(attrs)
+        dataset.attrs.pop("store_key", None)
+        for name in dataset.variables:
+            dataset[name].encoding = {}  # the store's chunking and fill values: not for other formats
+        if spec.size <= NETCDF_MAX_POINTS:
+            dataset = dataset.load()
+            target = Path(out_dir) / ("sweep-smooth.nc" if smooth else "sweep.nc")
+            dataset.to_netcdf(target.with_suffix(".tmp.nc"), engine="scipy")
+            target.with_suffix(".tmp.nc").replace(target)
+        return dataset
+    dataset = _template(spec, layout, thresholds, command, longer_for, smooth, lazy=False)
+    for k, chunk in in_memory.items():
+        region = layout.slices(k)
+        shape = tuple(s.stop - s.start for s in region)
+        for name, (dtype, _) in _FIELDS.items():
+            dataset[name].values[region] = np.asarray(chunk[name], dtype=dtype).reshape(shape)
+    attrs["points_integrated_longer"] = int((dataset["horizon_rtts"].values > spec.horizon_rtts).sum())
+    dataset.attrs.update(attrs)
     return dataset
+
+
+def _points(layout: ChunkLayout, k: int) -> int:
+    lo, hi = layout.flat(k)
+    return hi - lo
+
+
+@dataclasses.dataclass(frozen=True)
+class _ChunkJob:
+    """One sweep's chunk task, ``job(k)``: solve and classify chunk k, write it into the store (if
+    any) and return a summary (with its values when there is no store). Picklable, so that Dask
+    can send it to workers."""
+
+    spec: SweepSpec
+    thresholds: Thresholds
+    smooth: bool
+    longer_for: tuple[int, ...]
+    layout: ChunkLayout
+    store: str | None
+
+    def __call__(self, k: int) -> dict:
+        lo, hi = self.layout.flat(k)
+        entry = single_link_model(self.spec.model)
+        values = self.spec.values(lo, hi)
+        result = _solve_chunk(self.spec, entry, values, self.thresholds, self.smooth, self.longer_for)
+        if self.store is None:
+            return {"chunk": k, "points": hi - lo, "values": result}
+        dims = tuple(a.name for a in self.spec.axes)
+        write_chunk(Path(self.store), self.layout, dims, k,
+                    {name: (result[name], dtype) for name, (dtype, _) in _FIELDS.items()})
+        return {"chunk": k, "points": hi - lo}
 
 
 def _build(entry, values, smooth):
@@ -151,41 +237,43 @@ def _simulate_and_classify(spec, system, params, delay, equilibrium, horizon_rtt
     }
 
 
-def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Thresholds, command: str,
-             longer_for: tuple[int, ...]) -> xr.Dataset:
+def _template(spec: SweepSpec, layout: ChunkLayout, thresholds: Thresholds, command: str,
+              longer_for: tuple[int, ...], smooth: bool, lazy: bool = True) -> xr.Dataset:
+    """The sweep's dataset before any point is computed: every variable filled with its
+    not-computed value (lazy: a dask array chunked by `layout`; else a numpy array of its own),
+    with its attributes; the dataset's provenance."""
+    import dask.array as da
+
     entry = single_link_model(spec.model)
     dims = tuple(a.name for a in spec.axes)
     coords = {}
     for axis in spec.axes:
         unit = entry.parameter(axis.name).unit
         coords[axis.name] = (axis.name, np.asarray(axis.values), {"units": unit, "grid": axis.text})
-
-    def grid(name):
-        return (dims, flat[name].reshape(spec.shape))
-
-    data = {
-        "behaviour": (dims, flat["behaviour"].astype(np.int8).reshape(spec.shape), {
-            "long_name": "nonlinear behaviour of the simulated point",
-            "flag_values": np.arange(len(Behaviour), dtype=np.int8),
-            "flag_meanings": " ".join(BEHAVIOUR_NAMES),
-        }),
-        "amplitude": grid("amplitude") + ({"long_name": "relative half peak-to-peak of x/x* over the end of the horizon"},),
-        "period": grid("period") + ({"long_name": "oscillation period", "units": "s"},),
-        "deviation": grid("deviation") + ({"long_name": "max |x/x* - 1| over the final window"},),
-        "final": grid("final") + ({"long_name": f"{entry.observed} at the end of the horizon",
-                                   "units": entry.observed_unit},),
-        "equilibrium": grid("equilibrium") + ({"long_name": f"equilibrium {entry.observed} of the model",
-                                               "units": entry.observed_unit},),
-        "status": (dims, flat["status"].astype(np.int8).reshape(spec.shape), {
-            "long_name": "solver status", "flag_values": np.arange(5, dtype=np.int8),
-            "flag_meanings": "ok overflow non_finite tolerance_not_reached solver_failed",
-        }),
-        "steps_per_delay": grid("steps_per_delay") + ({"long_name": "RK4 steps per delay used (NaN with the chebyshev solver)"},),
-        "error_estimate": grid("error_estimate") + ({"long_name": "estimated max relative solver error"},),
-        "horizon_rtts": grid("horizon_rtts") + ({"long_name": "integration horizon used (longer for points first "
-                                                              + " or ".join(BEHAVIOUR_NAMES[b] for b in longer_for) + ")",
-                                                 "units": f"multiples of {entry.delay_parameter}"},),
+    about = {
+        "behaviour": {"long_name": "nonlinear behaviour of the simulated point (-1: not computed, its chunk failed)",
+                      "flag_values": np.arange(-1, len(Behaviour), dtype=np.int8),
+                      "flag_meanings": "not_computed " + " ".join(BEHAVIOUR_NAMES)},
+        "amplitude": {"long_name": "relative half peak-to-peak of x/x* over the end of the horizon"},
+        "period": {"long_name": "oscillation period", "units": "s"},
+        "deviation": {"long_name": "max |x/x* - 1| over the final window"},
+        "final": {"long_name": f"{entry.observed} at the end of the horizon", "units": entry.observed_unit},
+        "equilibrium": {"long_name": f"equilibrium {entry.observed} of the model", "units": entry.observed_unit},
+        "status": {"long_name": "solver status (-1: not computed)", "flag_values": np.arange(-1, 5, dtype=np.int8),
+                   "flag_meanings": "not_computed ok overflow non_finite tolerance_not_reached solver_failed"},
+        "steps_per_delay": {"long_name": "RK4 steps per delay used (NaN with the chebyshev solver)"},
+        "error_estimate": {"long_name": "estimated max relative solver error"},
+        "horizon_rtts": {"long_name": "integration horizon used (longer for points first "
+                                      + " or ".join(BEHAVIOUR_NAMES[b] for b in longer_for) + ")",
+                         "units": f"multiples of {entry.delay_parameter}"},
     }
+    data = {}
+    for name, (dtype, missing) in _FIELDS.items():
+        filled = da.full(spec.shape, missing, dtype=dtype, chunks=layout.block) if lazy else \
+            np.full(spec.shape, missing, dtype=dtype)
+        variable = xr.Variable(dims, filled, about[name])
+        variable.encoding = {"chunks": layout.block, "fill_value": missing}
+        data[name] = variable
     fixed = {name: value for name, value in entry.defaults().items() if name not in dims}
     fixed.update(spec.fixed)
     attrs = {
@@ -197,7 +285,6 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
         "fixed_parameters_si": json.dumps(fixed, sort_keys=True),
         "horizon_rtts_first": spec.horizon_rtts,
         "horizon_rtts_limit": spec.horizon_limit_rtts,
-        "points_integrated_longer": int(np.sum(flat["horizon_rtts"] > spec.horizon_rtts)),
         "saves_per_rtt": spec.saves_per_rtt,
         "observed_state": entry.observed,
         "solver": spec.solver,
@@ -206,6 +293,8 @@ def _dataset(spec: SweepSpec, flat: dict[str, np.ndarray], thresholds: Threshold
         "solver_max_steps_per_delay": spec.max_steps_per_delay,
         "seed": "none (deterministic)",
         "spec_json": spec.to_json(),
+        "chunk_points": int(np.prod(layout.block)),
+        "simulated_form": "smooth (no projection at q = 0)" if smooth else "model as defined",
         **thresholds.as_attrs(),
     }
     return xr.Dataset(data, coords=coords, attrs=attrs)

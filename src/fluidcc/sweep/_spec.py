@@ -140,14 +140,17 @@ class SweepSpec:
     def size(self) -> int:
         return int(np.prod(self.shape))
 
-    def values(self) -> dict[str, np.ndarray]:
-        """Every parameter of the model as a flat array over the grid (C order), SI units."""
+    def values(self, start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
+        """Every parameter of the model as a flat array over the grid (C order), SI units; with
+        `start`/`stop`, over those points only (memory by the range, not the grid)."""
         entry = single_link_model(self.model)
-        grids = np.meshgrid(*[np.asarray(a.values) for a in self.axes], indexing="ij")
-        values = {name: np.full(self.size, value) for name, value in entry.defaults().items()}
-        values.update({name: np.full(self.size, value) for name, value in self.fixed.items()})
-        for axis, grid in zip(self.axes, grids):
-            values[axis.name] = grid.reshape(-1)
+        stop = self.size if stop is None else stop
+        index = np.unravel_index(np.arange(start, stop), self.shape)
+        count = stop - start
+        values = {name: np.full(count, value) for name, value in entry.defaults().items()}
+        values.update({name: np.full(count, value) for name, value in self.fixed.items()})
+        for axis, at in zip(self.axes, index):
+            values[axis.name] = np.asarray(axis.values)[at]
         return values
 
     def to_json(self) -> str:
