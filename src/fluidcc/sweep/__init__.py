@@ -1,4 +1,5 @@
-"""Parameter sweeps: grid specification, chunked resumable runner, NetCDF storage.
+"""Parameter sweeps: grid specification, chunked resumable runner, Zarr store of record (and NetCDF),
+chunks run in process or on a Dask cluster (`cluster`).
 
 `simulate`, `simulate_network`, `network_model` and `settling_times` are the single runs of
 `fluidcc.runs`, kept here under their earlier names.
@@ -8,7 +9,10 @@ from ..runs import network_model as network_model
 from ..runs import settling_times as settling_times
 from ..runs import simulate as simulate
 from ..runs import simulate_network as simulate_network
+from ._execute import cluster as cluster
+from ._runner import NETCDF_MAX_POINTS as NETCDF_MAX_POINTS
 from ._runner import run_sweep as run_sweep
+from ._store import ChunkLayout as ChunkLayout
 from ._spec import GRID_FORMAT as GRID_FORMAT
 from ._spec import GridAxis as GridAxis
 from ._spec import SweepSpec as SweepSpec
@@ -20,7 +24,7 @@ from ._stability import linear_map as linear_map
 from ._stability import run_stability as run_stability
 
 __all__ = [
-    "network_model", "settling_times", "simulate_network", "GRID_FORMAT", "STABILITY_METHODS", "GridAxis",
+    "network_model", "settling_times", "cluster", "ChunkLayout", "NETCDF_MAX_POINTS", "simulate_network", "GRID_FORMAT", "STABILITY_METHODS", "GridAxis",
     "SweepSpec", "analytic_boundary", "linear_map", "parse_grid", "parse_set", "run_stability", "run_sweep",
     "simulate",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -22,11 +23,12 @@ import numpy as np
 import xarray as xr
 
 from .._version import stamp
-from ..errors import ParameterError
+from ..errors import ParameterError, SolverError
 from ..protocols import single_link_model
 from ..stability.classify import Behaviour, Thresholds, settled
 from ..stability.linearize import linear_roots
-from ._runner import run_sweep
+from ._execute import run_chunks
+from ._runner import DEFAULT_CHUNK_POINTS, run_sweep
 from ._spec import SweepSpec
 
 METHODS = ("linear", "simulate", "both")
@@ -40,30 +42,54 @@ LINEAR_CHUNK_POINTS = 8192
 
 
 def linear_map(
-    spec: SweepSpec, *, progress: Callable[[int, int], None] | None = None, chunk_points: int = LINEAR_CHUNK_POINTS
+    spec: SweepSpec, *, progress: Callable[[int, int], None] | None = None, chunk_points: int = LINEAR_CHUNK_POINTS,
+    client=None,
 ) -> dict[str, np.ndarray]:
     """Linear stability of every grid point; flat arrays in grid (C) order.
 
     Returns abscissa (1/s), frequency (|Im| of the rightmost root, rad/s), stable (bool),
-    converged (bool), nodes (Chebyshev nodes used) and equilibrium_residual (1/s).
+    converged (bool), nodes (Chebyshev nodes used) and equilibrium_residual (1/s). Chunks of
+    `chunk_points` run in process, or as Dask tasks with `client` (`fluidcc.sweep.cluster`).
     """
     entry = single_link_model(spec.model)
-    values = spec.values()
-    entry.aggregate(values)  # validate the whole grid first
-    out = {name: [] for name in ("abscissa", "frequency", "stable", "converged", "nodes", "equilibrium_residual")}
-    for lo in range(0, spec.size, chunk_points):
-        hi = min(spec.size, lo + chunk_points)
-        system, params = entry.aggregate({n: v[lo:hi] for n, v in values.items()})
-        lin, roots = linear_roots(system, params, guarantee_from=0.0)
-        out["abscissa"].append(roots.abscissa)
-        out["frequency"].append(np.abs(roots.rightmost.imag))
-        out["stable"].append(roots.stable)
-        out["converged"].append(roots.converged)
-        out["nodes"].append(roots.nodes)
-        out["equilibrium_residual"].append(lin.residual)
+    entry.aggregate(spec.values())  # validate the whole grid first
+    job = _LinearJob(spec, chunk_points)
+    n_chunks = -(-spec.size // chunk_points)
+    parts: dict[int, dict] = {}
+    failures: dict[int, str] = {}
+    finished = [0]
+
+    def done(k, summary, error):
+        if error is not None:
+            failures[k] = error
+            return
+        parts[k] = summary
+        finished[0] += len(summary["abscissa"])
         if progress is not None:
-            progress(hi, spec.size)
-    return {name: np.concatenate(parts) for name, parts in out.items()}
+            progress(finished[0], spec.size)
+
+    run_chunks(job, range(n_chunks), done, client)
+    if failures:
+        k = min(failures)
+        raise SolverError(f"the linear map failed on {len(failures)} chunk(s) of {chunk_points} points; "
+                          f"chunk {k}: {failures[k].strip().splitlines()[-1]}")
+    return {name: np.concatenate([parts[k][name] for k in range(n_chunks)]) for name in parts[0]}
+
+
+@dataclass(frozen=True)
+class _LinearJob:
+    """Chunk k of a linear map (picklable, for Dask workers)."""
+
+    spec: SweepSpec
+    chunk_points: int
+
+    def __call__(self, k: int) -> dict[str, np.ndarray]:
+        lo, hi = k * self.chunk_points, min(self.spec.size, (k + 1) * self.chunk_points)
+        system, params = single_link_model(self.spec.model).aggregate(self.spec.values(lo, hi))
+        lin, roots = linear_roots(system, params, guarantee_from=0.0)
+        return {"abscissa": np.asarray(roots.abscissa), "frequency": np.abs(np.asarray(roots.rightmost.imag)),
+                "stable": np.asarray(roots.stable), "converged": np.asarray(roots.converged),
+                "nodes": np.asarray(roots.nodes), "equilibrium_residual": np.asarray(lin.residual)}
 
 
 def _settled(behaviour) -> np.ndarray:
@@ -94,10 +120,15 @@ def run_stability(
     thresholds: Thresholds = Thresholds(),
     progress: Callable[[str, int, int], None] | None = None,
     command: str = "",
+    client=None,
+    chunk_points: int = DEFAULT_CHUNK_POINTS,
 ) -> xr.Dataset:
-    """Linear and/or simulated stability map of `spec`; writes OUT/stability.nc when out_dir is given.
+    """Linear and/or simulated stability map of `spec`; writes OUT/stability.nc when out_dir is given
+    (the simulations' stores are in OUT/simulation, see `run_sweep`).
 
     progress(stage, done, total) is called with stage "linear" or "simulate".
+    client: a `dask.distributed.Client` to run the chunks on (`fluidcc.sweep.cluster`);
+    chunk_points: points per chunk of the simulations.
     """
     if method not in METHODS:
         raise ParameterError("--method", method, f"one of {', '.join(METHODS)}")
@@ -108,7 +139,7 @@ def run_stability(
     data: dict = {}
     attrs: dict = {}
     if method in ("linear", "both"):
-        lin = linear_map(spec, progress=(lambda d, t: progress("linear", d, t)) if progress else None)
+        lin = linear_map(spec, progress=(lambda d, t: progress("linear", d, t)) if progress else None, client=client)
         shape = spec.shape
         verdict = np.where(lin["converged"], lin["stable"].astype(np.int8), np.int8(-1))
         data["linear_stable"] = (dims, verdict.reshape(shape), {
@@ -135,7 +166,7 @@ def run_stability(
             sim = run_sweep(
                 spec, Path(out_dir) / "simulation" if out_dir is not None else None, thresholds=thresholds,
                 progress=(lambda d, t, s=stage: progress(s, d, t)) if progress else None, command=command,
-                smooth=smooth, longer_for=(int(Behaviour.TRANSIENT),),
+                smooth=smooth, longer_for=(int(Behaviour.TRANSIENT),), client=client, chunk_points=chunk_points,
             )  # a stability map counts converging and converged alike as settled: a longer horizon
             # cannot change the verdict of a converging point, only a transient one's
             suffix = "_smooth" if smooth else ""
