@@ -32,7 +32,8 @@ _FLAGS = {"duration_s": "--duration", "rtts": "--rtts", "saves_per_rtt": "--save
           "save_step_s": "--saves-per-rtt", "steps_per_delay": "--steps-per-delay", "rtol": "--rtol",
           "fmt": "--format", "solver": "--solver", "horizon_rtts": "--horizon-rtts",
           "max_horizon_rtts": "--max-horizon-rtts", "max_steps_per_delay": "--max-steps-per-delay",
-          "grid": "--grid", "axes": "--grid", "setting": "--set", "fixed": "--set"}
+          "grid": "--grid", "axes": "--grid", "setting": "--set", "fixed": "--set", "workers": "--workers",
+          "scheduler": "--scheduler", "chunk_points": "--chunk-points", "store": "--out"}
 
 
 def _fail(error: FluidccError):
@@ -63,6 +64,66 @@ def _grid_spec(model, grid_texts, sets, horizon_rtts, saves_per_rtt, steps_per_d
 
 def _command_line() -> str:
     return "fluidcc " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def _cluster_options(command):
+    """--workers, --scheduler, --chunk-points and --jax-cache: where a batch's chunks run."""
+    options = [
+        click.option("--workers", default=None, type=int, metavar="N",
+                     help="Run the chunks on a local Dask cluster of N worker processes (needs "
+                          "pip install 'fluidcc[distributed]'). Without --workers or --scheduler: in this process."),
+        click.option("--scheduler", default=None, metavar="ADDRESS",
+                     help="Run the chunks on the running Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786); its "
+                          "workers write into the output folder, so it must be a path they see."),
+        click.option("--chunk-points", default=2048, show_default=True, type=int, metavar="N",
+                     help="Points per chunk at most: the unit of work, of storage and of resumption."),
+        click.option("--jax-cache", default=None, type=click.Path(file_okay=False), metavar="DIR",
+                     help="A JAX compilation cache folder shared by the workers, so each kernel compiles once."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _progress_bar():
+    from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.text import Text
+
+    class PointsPerSecond(ProgressColumn):
+        def render(self, task):
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:,.0f} points/s" if speed else "")
+
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} points"),
+               PointsPerSecond(), TimeElapsedColumn(), TimeRemainingColumn())
+    return Progress(*columns, transient=False)
+
+
+def _progress_of(bar, task):
+    """A progress callback: the first call sets what was already done (found in the store), so
+    that the rate counts only the points computed now."""
+    started = []
+
+    def progress(done, total):
+        if not started:
+            started.append(done)
+            bar.reset(task, total=total, completed=done)
+        else:
+            bar.update(task, completed=done)
+    return progress
+
+
+def _report_failed_chunks(dataset) -> None:
+    import json
+
+    failed = json.loads(dataset.attrs.get("chunks_failed", "[]"))
+    if failed:
+        errors = json.loads(dataset.attrs.get("chunk_errors", "{}"))
+        click.echo(f"{len(failed)} chunk(s) failed and hold no results (behaviour -1); run the same command again "
+                   f"to retry them:", err=True)
+        for k in failed:
+            last = errors.get(str(k), "").strip().splitlines()
+            click.echo(f"  chunk {k}: {last[-1] if last else 'unknown error'}", err=True)
 
 
 @click.group(help=__doc__)
@@ -272,36 +333,38 @@ def _simulate_on_network(model, network_file, sets, rtts, duration, saves_per_rt
               help="rk4, or chebyshev (exponential Chebyshev method of steps, for miaimd: faster at tight "
                    "tolerances, --steps-per-delay does not apply); auto: chebyshev where the model allows it.")
 @click.option("--out", default="fluidcc-out/sweep", show_default=True, type=click.Path(file_okay=False),
-              help="Output folder: sweep.nc (NetCDF dataset) and sweep.png; partial results are kept there "
-                   "if the sweep is interrupted, and a rerun resumes.")
+              help="Output folder: sweep.zarr (the store of record, written chunk by chunk), sweep.nc (NetCDF, for "
+                   "sweeps of up to 262 144 points) and sweep.png. A sweep that is interrupted keeps its finished "
+                   "chunks there; the same command resumes it. A folder holding another sweep's store is refused.")
+@_cluster_options
 def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay,
-                  max_horizon_rtts, solver, out) -> None:
+                  max_horizon_rtts, solver, out, workers, scheduler, chunk_points, jax_cache) -> None:
     """Simulate MODEL over a parameter grid and classify each point (converged, oscillating, ...)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
     from .plotting import sweep_heatmap
     from .stability import BEHAVIOUR_NAMES
-    from .sweep import run_sweep
+    from .sweep import cluster, run_sweep
 
     try:
         spec = _grid_spec(model, grids or DEFAULT_SWEEP_GRID, sets, horizon_rtts, saves_per_rtt, steps_per_delay,
                           rtol, max_steps_per_delay, max_horizon_rtts, solver)
         out_dir = Path(out)
-        columns = (TextColumn("sweep"), BarColumn(), TextColumn("{task.completed}/{task.total} points"),
-                   TimeElapsedColumn(), TimeRemainingColumn())
-        with Progress(*columns, transient=False) as bar:
+        with cluster(workers, scheduler, jax_cache=jax_cache) as client, _progress_bar() as bar:
             task = bar.add_task("sweep", total=spec.size)
-            dataset = run_sweep(spec, out_dir, command=_command_line(),
-                                progress=lambda done, total: bar.update(task, completed=done))
+            dataset = run_sweep(spec, out_dir, command=_command_line(), chunk_points=chunk_points, client=client,
+                                progress=_progress_of(bar, task))
     except FluidccError as error:
         _fail(error)
     figure_path = out_dir / "sweep.png"
+    behaviour = dataset["behaviour"].values
     sweep_heatmap(dataset, figure_path)
-    counts = {name: int((dataset["behaviour"].values == code).sum()) for code, name in enumerate(BEHAVIOUR_NAMES)}
+    counts = {name: int((behaviour == code).sum()) for code, name in enumerate(BEHAVIOUR_NAMES)}
     click.echo(", ".join(f"{name}: {count}" for name, count in counts.items()))
     click.echo(f"{dataset.attrs['points_integrated_longer']} points were integrated again over a longer horizon "
                f"(transient or converging at {spec.horizon_rtts:g} RTTs; up to {spec.horizon_limit_rtts:g})")
-    click.echo(f"wrote {out_dir / 'sweep.nc'} and {figure_path}")
+    _report_failed_chunks(dataset)
+    written = [out_dir / "sweep.zarr"] + ([out_dir / "sweep.nc"] if (out_dir / "sweep.nc").exists() else []) + \
+        [figure_path]
+    click.echo("wrote " + ", ".join(str(p) for p in written))
 
 
 @main.command("stability")
@@ -325,15 +388,15 @@ def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_del
               help="Points still in their start-up transient are integrated again over 4x the horizon, up to "
                    "this many RTTs [default: 8 x --horizon-rtts].")
 @click.option("--out", default="fluidcc-out/stability", show_default=True, type=click.Path(file_okay=False),
-              help="Output folder: stability.nc (NetCDF dataset) and stability.png.")
+              help="Output folder: stability.nc (NetCDF dataset) and stability.png; the simulations' stores "
+                   "(simulation/sweep.zarr) resume an interrupted map.")
+@_cluster_options
 def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, steps_per_delay, rtol,
-                      max_steps_per_delay, max_horizon_rtts, out) -> None:
+                      max_steps_per_delay, max_horizon_rtts, out, workers, scheduler, chunk_points, jax_cache) -> None:
     """Map the stability of MODEL over a parameter plane, linearly, by simulation, or both."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
     from .errors import ParameterError
     from .plotting import stability_figure
-    from .sweep import analytic_boundary, run_stability
+    from .sweep import analytic_boundary, cluster, run_stability
 
     try:
         texts = grids or protocols.get_protocol(model, "single_link", field="model").stability_plane
@@ -342,19 +405,20 @@ def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, s
         spec = _grid_spec(model, texts, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay,
                           max_horizon_rtts)
         out_dir = Path(out)
-        columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} points"),
-                   TimeElapsedColumn(), TimeRemainingColumn())
-        with Progress(*columns, transient=False) as bar:
+        with cluster(workers, scheduler, jax_cache=jax_cache) as client, _progress_bar() as bar:
             tasks = {}
 
             def progress(stage, done, total):
                 if stage not in tasks:
-                    tasks[stage] = bar.add_task(stage, total=total)
-                bar.update(tasks[stage], completed=done)
+                    tasks[stage] = (bar.add_task(stage, total=total), )
+                    tasks[stage] += (_progress_of(bar, tasks[stage][0]),)
+                tasks[stage][1](done, total)
 
-            dataset = run_stability(spec, method, out_dir, progress=progress, command=_command_line())
+            dataset = run_stability(spec, method, out_dir, progress=progress, command=_command_line(), client=client,
+                                    chunk_points=chunk_points)
     except FluidccError as error:
         _fail(error)
+    _report_failed_chunks(dataset)
     figure_path = out_dir / "stability.png"
     if len(spec.axes) == 2:
         stability_figure(dataset, figure_path, curves=analytic_boundary(spec))
