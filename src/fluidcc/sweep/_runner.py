@@ -74,15 +74,12 @@ def run_sweep(
         from ..errors import ParameterError
 
         raise ParameterError("chunk_points", chunk_points, "a whole number of points >= 1")
-    entry = single_link_model(spec.model)
-    values = spec.values()
-    # Validate the whole grid before any work, so bad input fails at once.
-    system, params = entry.aggregate(values)
+    system, params = validate_grid(spec)
     if spec.solver == "chebyshev":
         require_linear_form(system, params, field="solver")
     elif spec.solver == "auto":
         spec = dataclasses.replace(spec, solver=resolve_method("auto", system, params).name)
-    del values, system, params
+    del system, params
     layout = ChunkLayout(spec.shape, int(chunk_points))
     longer_for = tuple(int(b) for b in longer_for)
     store = None
@@ -149,6 +146,21 @@ def run_sweep(
     attrs["points_integrated_longer"] = int((dataset["horizon_rtts"].values > spec.horizon_rtts).sum())
     dataset.attrs.update(attrs)
     return dataset
+
+
+#: Points validated at once (bounds the memory of validating a large grid).
+VALIDATE_POINTS = 1 << 16
+
+
+def validate_grid(spec: SweepSpec):
+    """Check every point of the grid before any work, so that bad input fails at once, a block of
+    points at a time; returns the model and parameters of the first block."""
+    entry = single_link_model(spec.model)
+    first = None
+    for lo in range(0, spec.size, VALIDATE_POINTS):
+        built = entry.aggregate(spec.values(lo, min(spec.size, lo + VALIDATE_POINTS)))
+        first = first or built
+    return first
 
 
 def _points(layout: ChunkLayout, k: int) -> int:

@@ -28,7 +28,7 @@ from ..protocols import single_link_model
 from ..stability.classify import Behaviour, Thresholds, settled
 from ..stability.linearize import linear_roots
 from ._execute import run_chunks
-from ._runner import DEFAULT_CHUNK_POINTS, run_sweep
+from ._runner import DEFAULT_CHUNK_POINTS, run_sweep, validate_grid
 from ._spec import SweepSpec
 
 METHODS = ("linear", "simulate", "both")
@@ -51,8 +51,7 @@ def linear_map(
     converged (bool), nodes (Chebyshev nodes used) and equilibrium_residual (1/s). Chunks of
     `chunk_points` run in process, or as Dask tasks with `client` (`fluidcc.sweep.cluster`).
     """
-    entry = single_link_model(spec.model)
-    entry.aggregate(spec.values())  # validate the whole grid first
+    validate_grid(spec)  # the whole grid first, so that bad input fails at once
     job = _LinearJob(spec, chunk_points)
     n_chunks = -(-spec.size // chunk_points)
     parts: dict[int, dict] = {}
