@@ -52,7 +52,7 @@ class StoreError(ParameterError):
     names each difference), or a folder that holds something else. Its field is ``store``."""
 
     def __init__(self, path: str, reason: str):
-        super().__init__("store", path, "the store of this same sweep, or a new folder; " + reason)
+        super().__init__("store", path, "the store of this same sweep or study, or a new folder; " + reason)
 
 
 class ClusterError(ParameterError):

@@ -102,7 +102,7 @@ def test_a_store_made_by_another_sweep_is_refused_naming_the_difference(tmp_path
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "sweep.zarr").mkdir()
     (tmp_path / "other" / "sweep.zarr" / "notes.txt").write_text("not a store")
-    with pytest.raises(StoreError, match="holds files but no sweep store"):
+    with pytest.raises(StoreError, match="holds files but no store"):
         run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=60), tmp_path / "other")
     with pytest.raises(ParameterError, match="chunk_points = 0"):
         run_sweep(SweepSpec(model="miaimd", axes=axes, horizon_rtts=60), None, chunk_points=0)

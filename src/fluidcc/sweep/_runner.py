@@ -25,9 +25,8 @@ from .._version import stamp
 from ..dde import RK4, Chebyshev, require_linear_form, resolve_method, solve
 from ..protocols import single_link_model
 from ..stability.classify import BEHAVIOUR_NAMES, Behaviour, Thresholds, classify
-from ._execute import run_chunks
 from ._spec import SweepSpec
-from ._store import DONE, FAILED, ChunkLayout, create_or_open, mark, record_errors, write_chunk
+from ._store import ChunkLayout, create_or_open, run_pending, stored_errors, write_chunk
 
 #: Parameter points per stored chunk at most (each chunk is solved, classified and written at once).
 DEFAULT_CHUNK_POINTS = 2048
@@ -92,35 +91,11 @@ def run_sweep(
                "thresholds": thresholds.as_attrs(), "chunk_block": list(layout.block)}
         status = create_or_open(store, _template(spec, layout, thresholds, command, longer_for, smooth), key,
                                 layout.n_chunks)
-        stored_errors = json.loads(xr.open_zarr(store, consolidated=False).attrs.get("chunk_errors", "{}"))
-        errors = {int(k): v for k, v in stored_errors.items()}
+        errors = stored_errors(store)
     job = _ChunkJob(spec, thresholds, smooth, longer_for, layout, str(store) if store is not None else None)
-    pending = [k for k in range(layout.n_chunks) if status[k] != DONE]
-    finished = {"points": spec.size - sum(_points(layout, k) for k in pending)}
-    if progress is not None:
-        progress(finished["points"], spec.size)
-    in_memory: dict[int, dict] = {}
-
-    def done(k, summary, error):
-        if error is not None:
-            errors[k] = error
-            if store is not None:
-                mark(store, k, FAILED)
-                record_errors(store, errors)
-        else:
-            errors.pop(k, None)
-            if store is None:
-                in_memory[k] = summary["values"]
-        finished["points"] += _points(layout, k)
-        if progress is not None:
-            progress(finished["points"], spec.size)
-
-    run_chunks(job, pending, done, client)
-    failed = sorted(errors)
-    attrs = {"chunks_failed": json.dumps(failed), "chunk_errors": json.dumps({str(k): errors[k] for k in failed}),
-             "simulated_form": "smooth (no projection at q = 0)" if smooth else "model as defined"}
+    in_memory, attrs = run_pending(job, layout, store, status, errors, client, progress)
+    attrs["simulated_form"] = "smooth (no projection at q = 0)" if smooth else "model as defined"
     if store is not None:
-        record_errors(store, errors)
         dataset = xr.open_zarr(store, consolidated=False).drop_vars("chunk_status")
         attrs["points_integrated_longer"] = int((dataset["horizon_rtts"] > spec.horizon_rtts).sum())
         attrs["store"] = str(store)
@@ -161,11 +136,6 @@ def validate_grid(spec: SweepSpec):
         built = entry.aggregate(spec.values(lo, min(spec.size, lo + VALIDATE_POINTS)))
         first = first or built
     return first
-
-
-def _points(layout: ChunkLayout, k: int) -> int:
-    lo, hi = layout.flat(k)
-    return hi - lo
 
 
 @dataclasses.dataclass(frozen=True)

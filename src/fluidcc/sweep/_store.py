@@ -87,10 +87,10 @@ def create_or_open(path: Path, template: xr.Dataset, key: dict, n_chunks: int) -
         theirs = json.loads(stored.attrs.get("store_key", "{}"))
         differences = _differences(key, theirs)
         if differences:
-            raise StoreError(str(path), "this one was made by another sweep: " + "; ".join(differences))
+            raise StoreError(str(path), "this one was made by another: " + "; ".join(differences))
         return stored["chunk_status"].values.copy()
     if path.exists() and any(path.iterdir()):
-        raise StoreError(str(path), "the folder holds files but no sweep store")
+        raise StoreError(str(path), "the folder holds files but no store")
     import dask.array as da
 
     status = xr.DataArray(da.zeros(n_chunks, dtype=np.int8, chunks=1), dims=("chunk",), attrs={
@@ -104,13 +104,18 @@ def create_or_open(path: Path, template: xr.Dataset, key: dict, n_chunks: int) -
 
 
 def write_chunk(path: Path, layout: ChunkLayout, dims: tuple[str, ...], k: int, variables: dict) -> None:
-    """Write chunk k's variables (each `(values, dtype)`, values flat over the chunk's points)
-    into its region, then mark it done. Idempotent."""
+    """Write chunk k's variables into its region, then mark it done. Idempotent. Each variable is
+    ``(values, dtype)``, values flat over the chunk's points, or ``(values, dtype, extra_dims)``,
+    values of shape (points, *extra) with trailing dims the store holds whole (a link axis)."""
     region = layout.slices(k)
     shape = tuple(s.stop - s.start for s in region)
-    data = xr.Dataset({name: (dims, np.asarray(values, dtype=dtype).reshape(shape))
-                       for name, (values, dtype) in variables.items()})
-    data.to_zarr(path, region=dict(zip(dims, region)), consolidated=False)
+    data, whole = {}, {}
+    for name, spec in variables.items():
+        values, dtype, extra = spec if len(spec) == 3 else (*spec, ())
+        values = np.asarray(values, dtype=dtype)
+        data[name] = (dims + tuple(extra), values.reshape(shape + values.shape[1:]))
+        whole.update({d: slice(0, n) for d, n in zip(extra, values.shape[1:])})
+    xr.Dataset(data).to_zarr(path, region={**dict(zip(dims, region)), **whole}, consolidated=False)
     mark(path, k, DONE)
 
 
@@ -125,6 +130,52 @@ def record_errors(path: Path, errors: dict[int, str]) -> None:
 
     group = zarr.open_group(str(path), mode="r+")
     group.attrs["chunk_errors"] = json.dumps({str(k): v for k, v in sorted(errors.items())})
+
+
+def stored_errors(path: Path) -> dict[int, str]:
+    """The errors of the chunks that raised, as the store keeps them."""
+    return {int(k): v for k, v in json.loads(xr.open_zarr(path, consolidated=False).attrs.get("chunk_errors", "{}")).items()}
+
+
+def run_pending(job, layout: ChunkLayout, store: Path | None, status: np.ndarray, errors: dict[int, str], client,
+                progress) -> tuple[dict[int, dict], dict[str, str]]:
+    """Run ``job(k)`` for every chunk whose status is not done, in process or on `client`
+    (`fluidcc.sweep._execute.run_chunks`), keeping each error (in the store too) and counting
+    progress(done, total) in points (those found done first). Returns the values of the chunks
+    when there is no store (their summaries' ``values``) and the attributes ``chunks_failed``
+    and ``chunk_errors``."""
+    from ._execute import run_chunks
+
+    def size(k):
+        lo, hi = layout.flat(k)
+        return hi - lo
+
+    pending = [k for k in range(layout.n_chunks) if status[k] != DONE]
+    total = math.prod(layout.shape)
+    finished = [total - sum(size(k) for k in pending)]
+    if progress is not None:
+        progress(finished[0], total)
+    in_memory: dict[int, dict] = {}
+
+    def done(k, summary, error):
+        if error is not None:
+            errors[k] = error
+            if store is not None:
+                mark(store, k, FAILED)
+                record_errors(store, errors)
+        else:
+            errors.pop(k, None)
+            if store is None:
+                in_memory[k] = summary["values"]
+        finished[0] += size(k)
+        if progress is not None:
+            progress(finished[0], total)
+
+    run_chunks(job, pending, done, client)
+    if store is not None:
+        record_errors(store, errors)
+    failed = sorted(errors)
+    return in_memory, {"chunks_failed": json.dumps(failed), "chunk_errors": json.dumps({str(k): errors[k] for k in failed})}
 
 
 def _differences(ours: dict, theirs: dict, prefix: str = "") -> list[str]:
