@@ -66,8 +66,9 @@ def _command_line() -> str:
     return "fluidcc " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def _cluster_options(command):
-    """--workers, --scheduler, --chunk-points and --jax-cache: where a batch's chunks run."""
+def _cluster_options(chunk_flag: str = "--chunk-points", chunk_default: int = 2048,
+                     chunk_help: str = "Points per chunk at most: the unit of work, of storage and of resumption."):
+    """--workers, --scheduler, the chunk size and --jax-cache: where a batch's chunks run."""
     options = [
         click.option("--workers", default=None, type=int, metavar="N",
                      help="Run the chunks on a local Dask cluster of N worker processes (needs "
@@ -75,27 +76,32 @@ def _cluster_options(command):
         click.option("--scheduler", default=None, metavar="ADDRESS",
                      help="Run the chunks on the running Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786); its "
                           "workers write into the output folder, so it must be a path they see."),
-        click.option("--chunk-points", default=2048, show_default=True, type=int, metavar="N",
-                     help="Points per chunk at most: the unit of work, of storage and of resumption."),
+        click.option(chunk_flag, "chunk_size", default=chunk_default, show_default=True, type=int, metavar="N",
+                     help=chunk_help),
         click.option("--jax-cache", default=None, type=click.Path(file_okay=False), metavar="DIR",
                      help="A JAX compilation cache folder shared by the workers, so each kernel compiles once."),
     ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+
+    def decorate(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+    return decorate
 
 
-def _progress_bar():
+def _progress_bar(unit: str = "points"):
     from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from rich.text import Text
 
-    class PointsPerSecond(ProgressColumn):
+    class Rate(ProgressColumn):
         def render(self, task):
             speed = task.finished_speed or task.speed
-            return Text(f"{speed:,.0f} points/s" if speed else "")
+            if not speed:
+                return Text("")
+            return Text(f"{speed:,.0f} {unit}/s" if speed >= 10 else f"{speed:.2g} {unit}/s")
 
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} points"),
-               PointsPerSecond(), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} " + unit),
+               Rate(), TimeElapsedColumn(), TimeRemainingColumn())
     return Progress(*columns, transient=False)
 
 
@@ -336,9 +342,9 @@ def _simulate_on_network(model, network_file, sets, rtts, duration, saves_per_rt
               help="Output folder: sweep.zarr (the store of record, written chunk by chunk), sweep.nc (NetCDF, for "
                    "sweeps of up to 262 144 points) and sweep.png. A sweep that is interrupted keeps its finished "
                    "chunks there; the same command resumes it. A folder holding another sweep's store is refused.")
-@_cluster_options
+@_cluster_options()
 def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_delay, rtol, max_steps_per_delay,
-                  max_horizon_rtts, solver, out, workers, scheduler, chunk_points, jax_cache) -> None:
+                  max_horizon_rtts, solver, out, workers, scheduler, chunk_size, jax_cache) -> None:
     """Simulate MODEL over a parameter grid and classify each point (converged, oscillating, ...)."""
     from .plotting import sweep_heatmap
     from .stability import BEHAVIOUR_NAMES
@@ -350,7 +356,7 @@ def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_del
         out_dir = Path(out)
         with cluster(workers, scheduler, jax_cache=jax_cache) as client, _progress_bar() as bar:
             task = bar.add_task("sweep", total=spec.size)
-            dataset = run_sweep(spec, out_dir, command=_command_line(), chunk_points=chunk_points, client=client,
+            dataset = run_sweep(spec, out_dir, command=_command_line(), chunk_points=chunk_size, client=client,
                                 progress=_progress_of(bar, task))
     except FluidccError as error:
         _fail(error)
@@ -390,9 +396,9 @@ def sweep_command(model, grids, sets, horizon_rtts, saves_per_rtt, steps_per_del
 @click.option("--out", default="fluidcc-out/stability", show_default=True, type=click.Path(file_okay=False),
               help="Output folder: stability.nc (NetCDF dataset) and stability.png; the simulations' stores "
                    "(simulation/sweep.zarr) resume an interrupted map.")
-@_cluster_options
+@_cluster_options()
 def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, steps_per_delay, rtol,
-                      max_steps_per_delay, max_horizon_rtts, out, workers, scheduler, chunk_points, jax_cache) -> None:
+                      max_steps_per_delay, max_horizon_rtts, out, workers, scheduler, chunk_size, jax_cache) -> None:
     """Map the stability of MODEL over a parameter plane, linearly, by simulation, or both."""
     from .errors import ParameterError
     from .plotting import stability_figure
@@ -415,7 +421,7 @@ def stability_command(model, grids, sets, method, horizon_rtts, saves_per_rtt, s
                 tasks[stage][1](done, total)
 
             dataset = run_stability(spec, method, out_dir, progress=progress, command=_command_line(), client=client,
-                                    chunk_points=chunk_points)
+                                    chunk_points=chunk_size)
     except FluidccError as error:
         _fail(error)
     _report_failed_chunks(dataset)
@@ -504,7 +510,13 @@ def maxmin_command(network_file, at, exact, out) -> None:
               help="Also write each seed's flows as a trace, trace_seed<SEED>.csv in the output folder (columns "
                    "start_s [s], size_packets [packets, inf: long-lived], route [the network flow's name], "
                    "stop_s [s, inf: never]), which [workload] kind = \"trace\" replays (in fluidcc, or ns-3).")
-def packet_command(scenario_file, out, trace) -> None:
+@click.option("--grid", "grids", multiple=True, metavar="KEY=V1,V2,...",
+              help="Run a study: the scenario over a grid of its keys, each named by its dotted path in the file "
+                   "(protocol.alpha=0.1,0.2; workload.load=0.5,0.9; duration=10s,20s), and seeds=FIRST:LAST (or "
+                   "S1,S2,...) for the seeds (default: the file's). Writes study.zarr (the store of record, chunk by "
+                   "chunk, resumed by the same command) and study.nc: each run's headline numbers.")
+@_cluster_options("--chunk-runs", 10, "Study: runs per chunk at most (one grid point's seeds, one batch).")
+def packet_command(scenario_file, out, trace, grids, workers, scheduler, chunk_size, jax_cache) -> None:
     """Packet-level simulation of SCENARIO.toml on the exact engine (every packet, ACK and timer at
     its own time; no result depends on its step): a network (file or inline), a workload (Poisson
     arrivals at a load, long-lived flows, or a trace: a CSV flow table, kind = "trace", the same
@@ -518,6 +530,11 @@ def packet_command(scenario_file, out, trace) -> None:
 
     from .packet.scenario import Scenario, run_scenario, write_outputs
 
+    if grids or workers is not None or scheduler is not None:
+        if trace:
+            _fail(ParameterError("--trace", True, "a single scenario run (without --grid, --workers or --scheduler)"))
+        _packet_study(scenario_file, grids, Path(out), workers, scheduler, chunk_size, jax_cache)
+        return
     phases = {"workload": "building the workload", "simulate": "simulating (one batched JAX call)",
               "outputs": "writing outputs"}
     out_dir = Path(out)
@@ -574,6 +591,49 @@ def packet_command(scenario_file, out, trace) -> None:
         click.echo(f"run {failed['run']} (seed {failed['seed']}) failed: status {failed['status']}, "
                    f"{failed['message']} (summary.json lists it under failed_runs)", err=True)
     if summary["failed_runs"]:
+        sys.exit(1)
+
+
+def _packet_study(scenario_file, grids, out_dir, workers, scheduler, chunk_runs, jax_cache) -> None:
+    """`fluidcc packet --grid ...`: the study, and a table of its means over the seeds."""
+    import json
+
+    import numpy as np
+
+    from .sweep import PacketStudy, cluster, run_packet_study
+
+    try:
+        study = PacketStudy.from_file(scenario_file, grids)
+        with cluster(workers, scheduler, jax_cache=jax_cache) as client, _progress_bar("runs") as bar:
+            task = bar.add_task("study", total=int(np.prod(study.shape)))
+            dataset = run_packet_study(study, out_dir, chunk_runs=chunk_runs, client=client, command=_command_line(),
+                                       progress=_progress_of(bar, task))
+    except FluidccError as error:
+        _fail(error)
+    keys = [axis.key for axis in study.axes]
+    headers = keys + ["runs ok", "utilization", "mean queue", "drop rate", "AFCT s", "throughput pkt/s"]
+    rows = []
+    for index in np.ndindex(*study.shape[:-1]):
+        at = dataset.isel(dict(zip(keys, index)))
+        ok = at["status"].values == 0
+        busiest = at["utilization"].mean("seed").argmax("link")
+
+        def mean(values):
+            values = np.asarray(values, dtype=float)[ok]
+            return "-" if not np.isfinite(values).any() else f"{np.nanmean(values):.4g}"
+        rows.append([str(axis.values[i]) for axis, i in zip(study.axes, index)]
+                    + [f"{int(ok.sum())}/{ok.size}", mean(at["utilization"].isel(link=busiest)),
+                       mean(at["mean_queue_packets"].isel(link=busiest)), mean(at["drop_rate"]), mean(at["afct_s"]),
+                       mean(at["mean_throughput_pps"])])
+    click.echo(f"means over {len(study.seeds)} seed(s); utilization and queue of the busiest link")
+    click.echo(_text_table(headers, rows))
+    _report_failed_chunks(dataset)
+    failed_runs = int(((dataset["status"].values != 0) & (dataset["status"].values != -1)).sum())
+    if failed_runs:
+        click.echo(f"{failed_runs} run(s) did not complete (status not 0: a pool or store too small); study.nc "
+                   f"keeps each run's status", err=True)
+    click.echo(f"wrote {out_dir / 'study.zarr'}, {out_dir / 'study.nc'}")
+    if failed_runs or json.loads(dataset.attrs["chunks_failed"]):
         sys.exit(1)
 
 

@@ -1,5 +1,6 @@
-"""Sweeps on a Dask LocalCluster (loopback only): the same bits as in process, resumption after
-the client stops, a worker killed mid-sweep, and clear errors for a cluster that cannot be used."""
+"""Sweeps and packet studies on a Dask LocalCluster (loopback only): the same bits as in process,
+resumption after the client stops, a worker killed mid-sweep, and clear errors for a cluster that
+cannot be used or a study key that does not exist."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import signal
 import time
+import tomllib
 
 import numpy as np
 import pytest
@@ -14,9 +16,10 @@ import xarray as xr
 from click.testing import CliRunner
 
 from fluidcc.cli import main
-from fluidcc.errors import ClusterError
-from fluidcc.sweep import SweepSpec, cluster, parse_grid, run_stability, run_sweep
-from fluidcc.sweep import _runner
+from fluidcc.errors import ClusterError, ParameterError, StoreError
+from fluidcc.packet.scenario import Scenario, run_scenario, summarize
+from fluidcc.sweep import PacketStudy, SweepSpec, cluster, parse_grid, run_packet_study, run_stability, run_sweep
+from fluidcc.sweep import _execute
 
 SPEC = SweepSpec(model="miaimd", axes=(parse_grid("miaimd", "kappa=0.2:1.9:4"), parse_grid("miaimd", "rtt=20ms:200ms:3:log")),
                  horizon_rtts=60)
@@ -68,14 +71,14 @@ def test_a_client_stopped_after_some_chunks_resumes_without_computing_them_again
     assert 1 <= int((before == 1).sum()) < len(before)
 
     submitted = []
-    original = _runner.run_chunks
+    original = _execute.run_chunks
 
     def recording(task, pending, done, client=None):
         pending = list(pending)
         submitted.extend(pending)
         return original(task, pending, done, client)
 
-    monkeypatch.setattr(_runner, "run_chunks", recording)
+    monkeypatch.setattr(_execute, "run_chunks", recording)
     resumed = run_sweep(SPEC, tmp_path, chunk_points=CHUNK, client=client)
     finished_before = set(np.flatnonzero(before == 1).tolist())
     assert finished_before.isdisjoint(submitted) and set(submitted) | finished_before == set(range(len(before)))
@@ -127,3 +130,85 @@ def test_the_command_line_names_the_cluster_flags(tmp_path):
     assert result.exit_code == 2 and "not both" in result.output
     result = runner.invoke(main, ["sweep", "--grid", "kappa=0.1,0.2", "--chunk-points", "0", "--out", str(tmp_path)])
     assert result.exit_code == 2 and "--chunk-points = 0" in result.output
+
+
+# ------------------------------------------------------------------ packet studies
+
+SCENARIO = """
+duration = "1.5s"
+seed = 1
+[network]
+packet_bytes = 1000
+[[network.links]]
+name = "l"
+capacity = 1000
+delay = "20ms"
+buffer = 40
+[[network.flows]]
+name = "f"
+route = ["l"]
+[workload]
+kind = "long_lived"
+count = 3
+start_spread = "0.5s"
+[protocol]
+name = "tcp"
+"""
+
+
+@pytest.fixture(scope="module")
+def scenario_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("study") / "small.toml"
+    path.write_text(SCENARIO)
+    return path
+
+
+def test_a_packet_study_runs_the_same_on_a_cluster_resumes_and_keeps_every_run(client, scenario_file, tmp_path):
+    study = PacketStudy.from_file(scenario_file, ["protocol.min_rto=200ms,1s", "seeds=1:4"])
+    assert study.shape == (2, 4)
+    here = run_packet_study(study, None, chunk_runs=2)
+    # each run is the scenario with that key set, seed for seed
+    mapping = {**tomllib.loads(SCENARIO), "seeds": [3, 4], "protocol": {"name": "tcp", "min_rto": "1s"}}
+    del mapping["seed"]
+    alone = run_scenario(Scenario.from_dict(mapping, scenario_file.parent))
+    runs = summarize(alone)["runs"]
+    np.testing.assert_array_equal(here["drop_rate"].sel({"protocol.min_rto": "1s"}).values[2:],
+                                  [r["drop_rate"] for r in runs])
+    assert here["status"].values.tolist() == [[0] * 4] * 2 and np.all(here["utilization"].values > 0.5)
+
+    def stop_after_the_first_chunk(done, total):
+        if done > 0:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_packet_study(study, tmp_path, chunk_runs=2, progress=stop_after_the_first_chunk)
+    assert xr.open_zarr(tmp_path / "study.zarr", consolidated=False)["chunk_status"].values.tolist() == [1, 0, 0, 0]
+    there = run_packet_study(study, tmp_path, chunk_runs=2, client=client)  # resumed, on the cluster
+    _same(there, here)
+    _same(xr.open_dataset(tmp_path / "study.nc", engine="scipy"), here)
+    other = PacketStudy.from_file(scenario_file, ["protocol.min_rto=200ms,2s", "seeds=1:4"])
+    with pytest.raises(StoreError, match=r"axes is .* here and .* in the store"):
+        run_packet_study(other, tmp_path, chunk_runs=2)
+
+
+def test_a_packet_study_names_a_bad_key_value_or_seed(scenario_file):
+    with pytest.raises(ParameterError, match=r"protocol.alpha = 1 .*allowed: name, initial_window"):
+        PacketStudy.from_file(scenario_file, ["protocol.alpha=1"])
+    with pytest.raises(ParameterError, match=r"protocol.initial_window = "):
+        PacketStudy.from_file(scenario_file, ["protocol.initial_window=2,0"])  # the second point is refused
+    with pytest.raises(ParameterError, match="grid seeds"):
+        PacketStudy.from_file(scenario_file, ["seeds=3:x"])
+    with pytest.raises(ParameterError, match="at most once"):
+        PacketStudy.from_file(scenario_file, ["protocol.min_rto=1s", "protocol.min_rto=2s"])
+    with pytest.raises(ParameterError, match="KEY=V1,V2"):
+        PacketStudy.from_file(scenario_file, ["protocol.min_rto"])
+    result = CliRunner().invoke(main, ["packet", str(scenario_file), "--grid", "workload.nonsense=1"])
+    assert result.exit_code == 2 and "workload.nonsense" in result.output and "allowed: kind, count" in result.output
+
+
+def test_the_packet_command_runs_a_study_and_prints_its_means(scenario_file, tmp_path):
+    result = CliRunner().invoke(main, ["packet", str(scenario_file), "--grid", "seeds=1:2", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "means over 2 seed(s)" in result.output and "2/2" in result.output
+    data = xr.open_dataset(tmp_path / "study.nc", engine="scipy")
+    assert data["seed"].values.tolist() == [1, 2] and data["status"].values.tolist() == [0, 0]
