@@ -94,8 +94,11 @@ def _progress_bar(unit: str = "points"):
     from rich.text import Text
 
     class Rate(ProgressColumn):
+        """Units done in this run (not those found done in a store) per second since it started."""
+
         def render(self, task):
-            speed = task.finished_speed or task.speed
+            done = task.completed - task.fields.get("first", 0)
+            speed = done / task.elapsed if task.elapsed and done > 0 else None
             if not speed:
                 return Text("")
             return Text(f"{speed:,.0f} {unit}/s" if speed >= 10 else f"{speed:.2g} {unit}/s")
@@ -113,7 +116,7 @@ def _progress_of(bar, task):
     def progress(done, total):
         if not started:
             started.append(done)
-            bar.reset(task, total=total, completed=done)
+            bar.reset(task, total=total, completed=done, first=done)
         else:
             bar.update(task, completed=done)
     return progress
