@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,7 +28,8 @@ import xarray as xr
 from .._version import stamp
 from ..errors import ParameterError
 from ..packet.scenario import Scenario, run_scenario, summarize, toml_text
-from ._store import ChunkLayout, create_or_open, run_pending, stored_errors, write_chunk
+from ._store import (ChunkLayout, create_or_open, fill, open_result, run_pending, set_attrs, stored_errors,
+                     write_chunk, write_netcdf)
 
 PACKET_GRID_FORMAT = "KEY=V1,V2,... (a scenario key by its dotted path, e.g. protocol.alpha=0.1,0.2 or " \
                      "workload.load=0.5,0.9) or seeds=FIRST:LAST or seeds=S1,S2,..."
@@ -194,23 +195,13 @@ def run_packet_study(study: PacketStudy, out_dir: str | Path | None = None, *, c
     job = _PacketJob(study, layout, tuple(links), str(store) if store is not None else None)
     in_memory, attrs = run_pending(job, layout, store, status, errors, client, progress)
     if store is not None:
-        import zarr
-
-        zarr.open_group(str(store), mode="r+").attrs.update(attrs)
-        dataset = xr.open_zarr(store, consolidated=False).drop_vars("chunk_status").load()
-        dataset.attrs.pop("store_key", None)
-        for name in dataset.variables:
-            dataset[name].encoding = {}
-        target = Path(out_dir) / "study.nc"
-        dataset.to_netcdf(target.with_suffix(".tmp.nc"), engine="scipy")
-        target.with_suffix(".tmp.nc").replace(target)
-    else:
-        dataset = _template(study, layout, links, command, lazy=False)
-        for k, values in in_memory.items():
-            region = layout.slices(k)
-            shape = tuple(s.stop - s.start for s in region)
-            for name, (data, dtype, extra) in values.items():
-                dataset[name].values[region] = np.asarray(data, dtype=dtype).reshape(shape + data.shape[1:])
+        set_attrs(store, attrs)
+        dataset = open_result(store).load()
+        dataset.attrs.update(attrs)
+        write_netcdf(dataset, Path(out_dir) / "study.nc")
+        return dataset
+    dataset = _template(study, layout, links, command, lazy=False)
+    fill(dataset, layout, in_memory)
     dataset.attrs.update(attrs)
     return dataset
 
@@ -228,8 +219,7 @@ class _PacketJob:
         region = self.layout.slices(k)
         index = tuple(s.start for s in region[:-1])
         seeds = self.study.seeds[region[-1]]
-        scenario = replace(self.study.scenario_at(index, seeds), seeds=tuple(seeds))
-        runs = summarize(run_scenario(scenario))["runs"]
+        runs = summarize(run_scenario(self.study.scenario_at(index, seeds)))["runs"]
         values: dict[str, Any] = {}
         for name, (dtype, missing, _) in _RUN_FIELDS.items():
             column = [row.get(name) for row in runs]

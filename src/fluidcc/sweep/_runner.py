@@ -26,7 +26,8 @@ from ..dde import RK4, Chebyshev, require_linear_form, resolve_method, solve
 from ..protocols import single_link_model
 from ..stability.classify import BEHAVIOUR_NAMES, Behaviour, Thresholds, classify
 from ._spec import SweepSpec
-from ._store import ChunkLayout, create_or_open, run_pending, stored_errors, write_chunk
+from ._store import (ChunkLayout, create_or_open, fill, open_result, run_pending, set_attrs, stored_errors,
+                     write_chunk, write_netcdf)
 
 #: Parameter points per stored chunk at most (each chunk is solved, classified and written at once).
 DEFAULT_CHUNK_POINTS = 2048
@@ -96,28 +97,17 @@ def run_sweep(
     in_memory, attrs = run_pending(job, layout, store, status, errors, client, progress)
     attrs["simulated_form"] = "smooth (no projection at q = 0)" if smooth else "model as defined"
     if store is not None:
-        dataset = xr.open_zarr(store, consolidated=False).drop_vars("chunk_status")
+        dataset = open_result(store)
         attrs["points_integrated_longer"] = int((dataset["horizon_rtts"] > spec.horizon_rtts).sum())
         attrs["store"] = str(store)
-        import zarr
-
-        zarr.open_group(str(store), mode="r+").attrs.update(attrs)
+        set_attrs(store, attrs)
         dataset.attrs.update(attrs)
-        dataset.attrs.pop("store_key", None)
-        for name in dataset.variables:
-            dataset[name].encoding = {}  # the store's chunking and fill values: not for other formats
         if spec.size <= NETCDF_MAX_POINTS:
             dataset = dataset.load()
-            target = Path(out_dir) / ("sweep-smooth.nc" if smooth else "sweep.nc")
-            dataset.to_netcdf(target.with_suffix(".tmp.nc"), engine="scipy")
-            target.with_suffix(".tmp.nc").replace(target)
+            write_netcdf(dataset, Path(out_dir) / ("sweep-smooth.nc" if smooth else "sweep.nc"))
         return dataset
     dataset = _template(spec, layout, thresholds, command, longer_for, smooth, lazy=False)
-    for k, chunk in in_memory.items():
-        region = layout.slices(k)
-        shape = tuple(s.stop - s.start for s in region)
-        for name, (dtype, _) in _FIELDS.items():
-            dataset[name].values[region] = np.asarray(chunk[name], dtype=dtype).reshape(shape)
+    fill(dataset, layout, in_memory)
     attrs["points_integrated_longer"] = int((dataset["horizon_rtts"].values > spec.horizon_rtts).sum())
     dataset.attrs.update(attrs)
     return dataset
@@ -156,11 +146,10 @@ class _ChunkJob:
         entry = single_link_model(self.spec.model)
         values = self.spec.values(lo, hi)
         result = _solve_chunk(self.spec, entry, values, self.thresholds, self.smooth, self.longer_for)
+        variables = {name: (result[name], dtype) for name, (dtype, _) in _FIELDS.items()}
         if self.store is None:
-            return {"chunk": k, "points": hi - lo, "values": result}
-        dims = tuple(a.name for a in self.spec.axes)
-        write_chunk(Path(self.store), self.layout, dims, k,
-                    {name: (result[name], dtype) for name, (dtype, _) in _FIELDS.items()})
+            return {"chunk": k, "points": hi - lo, "values": variables}
+        write_chunk(Path(self.store), self.layout, tuple(a.name for a in self.spec.axes), k, variables)
         return {"chunk": k, "points": hi - lo}
 
 

@@ -126,10 +126,44 @@ def mark(path: Path, k: int, state: int) -> None:
 
 def record_errors(path: Path, errors: dict[int, str]) -> None:
     """Keep the chunks' errors in the store's attributes (written by the sweep's client only)."""
+    set_attrs(path, {"chunk_errors": json.dumps({str(k): v for k, v in sorted(errors.items())})})
+
+
+def set_attrs(path: Path, attrs: dict) -> None:
+    """Update the store's attributes (by the client only: workers write chunks, never these)."""
     import zarr
 
-    group = zarr.open_group(str(path), mode="r+")
-    group.attrs["chunk_errors"] = json.dumps({str(k): v for k, v in sorted(errors.items())})
+    zarr.open_group(str(path), mode="r+").attrs.update(attrs)
+
+
+def open_result(path: Path) -> xr.Dataset:
+    """The store as a run's result, lazily: without its bookkeeping (``chunk_status``,
+    ``store_key``) and without the store's chunking and fill values as encodings (they are for
+    Zarr, not for other formats)."""
+    dataset = xr.open_zarr(path, consolidated=False).drop_vars("chunk_status")
+    dataset.attrs.pop("store_key", None)
+    for name in dataset.variables:
+        dataset[name].encoding = {}
+    return dataset
+
+
+def write_netcdf(dataset: xr.Dataset, target: Path) -> None:
+    """Write `dataset` to `target` (NetCDF 3) through a temporary file, so that a reader never
+    sees half a file."""
+    partial = target.with_suffix(".tmp.nc")
+    dataset.to_netcdf(partial, engine="scipy")
+    partial.replace(target)
+
+
+def fill(dataset: xr.Dataset, layout: ChunkLayout, chunks: dict[int, dict]) -> None:
+    """Put chunks computed without a store into `dataset` (numpy-backed, on the layout's grid):
+    each chunk's variables as `write_chunk` takes them."""
+    for k, variables in chunks.items():
+        region = layout.slices(k)
+        shape = tuple(s.stop - s.start for s in region)
+        for name, spec in variables.items():
+            values = np.asarray(spec[0], dtype=spec[1])
+            dataset[name].values[region] = values.reshape(shape + values.shape[1:])
 
 
 def stored_errors(path: Path) -> dict[int, str]:
