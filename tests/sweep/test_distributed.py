@@ -58,6 +58,21 @@ def test_a_local_cluster_gives_the_in_process_results_bit_for_bit(client, in_pro
     _same(run_stability(small, "both", client=client, chunk_points=2), run_stability(small, "both", chunk_points=2))
 
 
+def _environment(names):
+    return {name: os.environ.get(name) for name in names}
+
+
+def test_local_workers_get_this_process_s_devices_and_threads_and_no_malloc_trim(client):
+    import jax
+
+    names = ("FLUIDCC_CPU_DEVICES", "OPENBLAS_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")
+    for seen in client.run(_environment, names).values():
+        assert seen["FLUIDCC_CPU_DEVICES"] == str(len(jax.local_devices()))
+        assert seen["OPENBLAS_NUM_THREADS"] == os.environ.get("OPENBLAS_NUM_THREADS", str(os.cpu_count()))
+        # Dask's nannies set it (65536) unless told otherwise; with it a worker ran at half speed
+        assert seen["MALLOC_TRIM_THRESHOLD_"] is None
+
+
 def test_a_client_stopped_after_some_chunks_resumes_without_computing_them_again(client, in_process, tmp_path,
                                                                                 monkeypatch):
     def stop_after_the_first_chunk(done, total):

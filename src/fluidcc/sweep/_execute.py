@@ -62,8 +62,12 @@ def cluster(workers: int | None = None, scheduler: str | None = None, *,
         env = {"FLUIDCC_CPU_DEVICES": str(len(jax.local_devices()))}
         if jax_cache is not None:
             env["FLUIDCC_JAX_CACHE"] = jax_cache
-        # set before the worker processes start (BLAS reads them when numpy loads)
+        # set before the worker processes start (BLAS reads them when numpy loads). Without Dask's
+        # MALLOC_TRIM_THRESHOLD_: setting it fixes glibc's mmap threshold, so every large XLA
+        # buffer is mapped afresh and faulted in page by page; a worker then ran a MIAIMD chunk
+        # at about half the in-process rate, and trimming lowered no worker's peak memory.
         before_spawn = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **blas_threads(), **env}
+        before_spawn.pop("MALLOC_TRIM_THRESHOLD_", None)
         with dask.config.set({"distributed.nanny.pre-spawn-environ": before_spawn}):
             with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                               dashboard_address=":0") as local, Client(local) as client:
