@@ -102,6 +102,33 @@ def repeat(function, times: int, *, warmup: int = 0, same_as=None) -> Repeats:
     return Repeats(result, walls, identical)
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (VmHWM), in MiB; run on a Dask worker with `client.run`."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def same_zarr(a, b) -> bool:
+    """Whether two Zarr stores hold the same data variables, bit for bit (NaN equal to NaN)."""
+    import numpy as np
+    import xarray as xr
+
+    x, y = (xr.open_zarr(p, consolidated=False) for p in (a, b))
+    return set(x.data_vars) == set(y.data_vars) and all(
+        np.array_equal(x[n].values, y[n].values, equal_nan=True) for n in x.data_vars)
+
+
+def write_dask_result(path, checks: dict, **fields) -> None:
+    """Write a Dask benchmark's result: the machine with Dask's, Zarr's and xarray's versions,
+    `fields`, the bit-for-bit `checks` (printed too) and this process's peak memory."""
+    print("bit for bit:", checks)
+    write_json(path, {"machine": machine_info(extras=("dask", "distributed", "zarr", "xarray")), **fields,
+                      "bit_for_bit": checks, "client_peak_rss_mib": peak_rss_mib()}, announce=True)
+
+
 # ------------------------------------------------------------------------------------------------
 # machine
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from _harness import machine_info, peak_rss_mib, same_zarr, timed, write_json
+from _harness import peak_rss_mib, same_zarr, timed, write_dask_result
 
 from fluidcc.sweep import PacketStudy, cluster, run_packet_study
 
@@ -92,13 +92,9 @@ def main() -> int:
             print(label)
             for name, row in table.items():
                 print(f"  {name:32s} {row['mean']:12.5g} ± {row['ci95_half']:.3g}  ({row['runs']} runs)")
-        result = {"machine": machine_info(extras=("dask", "distributed", "zarr", "xarray")),
-                  "studies": {k: {"axes": [[a.key, list(a.values)] for a in s.axes], "seeds": len(s.seeds)}
-                              for k, s in studies.items()},
-                  "chunk_runs": args.chunk_runs, "runs": runs, "bit_for_bit": checks, "means": figures,
-                  "client_peak_rss_mib": peak_rss_mib()}
-        print("bit for bit:", checks)
-        write_json(args.out, result, announce=True)
+        write_dask_result(args.out, checks, chunk_runs=args.chunk_runs, runs=runs, means=figures,
+                          studies={k: {"axes": [[a.key, list(a.values)] for a in s.axes], "seeds": len(s.seeds)}
+                                   for k, s in studies.items()})
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0

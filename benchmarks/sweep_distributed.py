@@ -10,12 +10,13 @@ Order: in process first (it also fills JAX's persistent compilation cache, so ev
 after it loads its kernels instead of compiling them; the in-process time is therefore given
 twice, the first run and a second one with the cache filled), then 1 worker, then 2 workers.
 Peak resident memory: of each worker process (its VmHWM, read on the worker at the end) and of
-this process. Memory bounded by the chunk size shows as the same worker peak for a grid 4x as large
-(`--also-quarter` runs the sweep at a quarter of the kappa points too).
+this process. `--also-quarter` runs the sweep at a quarter of the kappa points too, so that the
+peaks of a grid and of one 4x as large (4x the chunks) can be compared.
 
 Run from the repository root, e.g.
 
-    PYTHONPATH=src python benchmarks/sweep_distributed.py --kappa 64 --rtt 64 --flows 16 --out sweep_distributed.json
+    PYTHONPATH=src python benchmarks/sweep_distributed.py --kappa 16 --rtt 16 --flows 16 --chunk-points 512 \
+        --also-quarter --out sweep_distributed.json
 """
 
 from __future__ import annotations
@@ -25,20 +26,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import numpy as np
-import xarray as xr
-
-from _harness import machine_info, timed, write_json
+from _harness import peak_rss_mib, same_zarr, timed, write_dask_result
 
 from fluidcc.sweep import SweepSpec, cluster, parse_grid, run_sweep
-
-
-def peak_rss_mib() -> float:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
 
 
 def spec_of(kappa: int, rtt: int, flows: int, horizon: float) -> SweepSpec:
@@ -46,11 +36,6 @@ def spec_of(kappa: int, rtt: int, flows: int, horizon: float) -> SweepSpec:
             parse_grid("miaimd", f"flows=10:1000:{flows}:log"))
     return SweepSpec(model="miaimd", axes=axes, fixed={"capacity": 18750.0}, horizon_rtts=horizon, rtol=1e-5,
                      max_steps_per_delay=256)
-
-
-def same(a: Path, b: Path) -> bool:
-    x, y = (xr.open_zarr(p / "sweep.zarr", consolidated=False) for p in (a, b))
-    return all(np.array_equal(x[n].values, y[n].values, equal_nan=True) for n in x.data_vars)
 
 
 def measure(spec: SweepSpec, folder: Path, chunk: int, workers: int | None) -> dict:
@@ -88,12 +73,9 @@ def main() -> int:
                       flush=True)
             reference = root / f"{label}-in_process_first"
             for name in ("in_process", "1_worker", "2_workers"):
-                checks[f"{label} {name} == in process"] = same(reference, root / f"{label}-{name}")
-        result = {"machine": machine_info(extras=("dask", "distributed", "zarr", "xarray")),
-                  "horizon_rtts": args.horizon_rtts, "chunk_points": args.chunk_points, "runs": runs,
-                  "bit_for_bit": checks, "client_peak_rss_mib": peak_rss_mib()}
-        print("bit for bit:", checks)
-        write_json(args.out, result, announce=True)
+                checks[f"{label} {name} == in process"] = same_zarr(reference / "sweep.zarr",
+                                                                   root / f"{label}-{name}" / "sweep.zarr")
+        write_dask_result(args.out, checks, horizon_rtts=args.horizon_rtts, chunk_points=args.chunk_points, runs=runs)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0
