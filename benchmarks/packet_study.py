@@ -35,15 +35,16 @@ SCENARIOS = ROOT / "examples" / "scenarios"
 
 def means(dataset: xr.Dataset) -> dict:
     """Each headline number's mean over the seeds and the half-width of its 95 % interval
-    (normal, from the seeds' standard deviation)."""
+    (normal, from the seeds' standard deviation), over the runs that completed (status 0), as
+    `fluidcc packet --grid` counts them."""
     out = {}
+    ok = dataset["status"] == 0
     for name, variable in dataset.data_vars.items():
         if not np.issubdtype(variable.dtype, np.floating):
             continue
-        keep = [d for d in variable.dims if d == "link"]
-        for label, column in ([(name, variable)] if not keep else
+        for label, column in ([(name, variable)] if "link" not in variable.dims else
                               [(f"{name}[{link}]", variable.sel(link=link)) for link in variable.link.values]):
-            values = column.values.reshape(-1)
+            values = column.where(ok).values.reshape(-1)
             values = values[np.isfinite(values)]
             if values.size:
                 half = 1.96 * values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else float("nan")
@@ -77,7 +78,7 @@ def main() -> int:
                                                                    client=client))
                     peaks = sorted(client.run(peak_rss_mib).values()) if client is not None else []
                 n = int(np.prod(study.shape))
-                statuses = sorted({int(s) for s in np.unique(dataset.status.values)})
+                statuses = [int(s) for s in np.unique(dataset.status.values)]
                 row = {"study": label, "configuration": name, "runs": n, "wall_s": wall, "runs_per_s": n / wall,
                        "worker_peak_rss_mib": peaks, "failed_chunks": dataset.attrs["chunks_failed"],
                        "statuses": statuses}
