@@ -36,6 +36,8 @@ Run:
 
     PYTHONPATH=src python benchmarks/packet_exact.py [--flows 50] [--duration 30] [--seeds 5] [--ns3]
     PYTHONPATH=src python benchmarks/packet_exact.py --scenario twolink --stagger 0.25 --duration 30 --seeds 2
+    PYTHONPATH=src python benchmarks/packet_exact.py --scenario twolink ... --seed-list 1 --out part1.json
+    PYTHONPATH=src python benchmarks/packet_exact.py --scenario twolink --merge part1.json part2.json ... --out all.json
     PYTHONPATH=src python benchmarks/packet_exact.py --scenario shortflows --load 0.5 --duration 20 \
         --drain 20 --seeds 5
 """
@@ -264,6 +266,40 @@ def run_twolink(args, seeds) -> int:
     return 0
 
 
+def merge_twolink(paths: list[str], out: str) -> int:
+    """One two-link comparison over the seeds of several parts (runs of `--seed-list`): the parts must
+    share the scenario, stagger, duration and ACK path and have no seed twice."""
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    keys = ("scenario", "stagger_s", "duration_s", "ack_links")
+    for path, part in zip(paths, parts):
+        if part.get("scenario") != "twolink":
+            raise SystemExit(f"--merge: {path} has scenario {part.get('scenario')!r}; only twolink parts are merged")
+        for key in keys:
+            if part[key] != parts[0][key]:
+                raise SystemExit(f"--merge: {path} has {key} = {part[key]!r}, {paths[0]} {parts[0][key]!r}; "
+                                 "parts must share the scenario, stagger, duration and ACK path")
+    seeds = [s for part in parts for s in part["seeds"]]
+    if len(set(seeds)) != len(seeds):
+        raise SystemExit(f"--merge: seeds {sorted(seeds)} repeat; each seed must come from one part")
+    order = np.argsort(seeds)
+    ours = [r for part in parts for r in part["fluidcc"]["runs"]]
+    theirs = [r for part in parts for r in part["ns3"]["runs"]]
+    ours, theirs = [ours[k] for k in order], [theirs[k] for k in order]
+    names = [k for k in theirs[0] if k != "wall_s"]
+    result = {"machine": parts[0]["machine"], **{k: parts[0][k] for k in keys}, "seeds": sorted(seeds),
+              "parts": [str(p) for p in paths],
+              "fluidcc": {"runs": ours, "wall_s": sum(p["fluidcc"]["wall_s"] for p in parts),
+                          "engine_wall_s": sum(p["fluidcc"]["engine_wall_s"] for p in parts),
+                          "statuses": sorted({s for p in parts for s in p["fluidcc"]["statuses"]})},
+              "ns3": {"runs": theirs, "wall_s": sum(t["wall_s"] for t in theirs)},
+              "comparison": compare(ours, theirs, names, paired=True)}
+    print(f"{len(parts)} parts, seeds {result['seeds']}; fluidcc engine {result['fluidcc']['engine_wall_s']:.1f} s "
+          f"in all; ns-3 {result['ns3']['wall_s']:.1f} s; statuses {result['fluidcc']['statuses']}")
+    report(result["comparison"])
+    write_json(out, result, announce=True)
+    return 0
+
+
 def report(comparison: dict) -> None:
     for name, row in comparison.items():
         low, high = row["ci95_of_difference"]
@@ -284,9 +320,26 @@ def main() -> int:
     parser.add_argument("--ns3", action="store_true", help="run ns-3 too (needs Debian's libns3-dev)")
     parser.add_argument("--fixed-ack-delay", action="store_true",
                         help="twolink: ACKs return over a fixed delay, not across the links' reverses as in ns-3")
+    parser.add_argument("--seed-list", default=None,
+                        help="twolink: these seeds (comma-separated, e.g. 3,4) instead of 1..--seeds, so that "
+                             "long runs can be split into parts and joined with --merge")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                        help="twolink: join the results of parts (each written by --seed-list) into one "
+                             "comparison over all their seeds, written to --out; nothing is simulated")
     parser.add_argument("--out", default=str(HERE / "packet_exact.json"))
     args = parser.parse_args()
+    if args.merge:
+        return merge_twolink(args.merge, args.out)
     seeds = list(range(1, args.seeds + 1))
+    if args.seed_list is not None:
+        if args.scenario != "twolink":
+            parser.error(f"--seed-list is for --scenario twolink, not {args.scenario}")
+        try:
+            seeds = [int(x) for x in args.seed_list.split(",")]
+        except ValueError:
+            parser.error(f"--seed-list: {args.seed_list!r} is not whole numbers separated by commas")
+        if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+            parser.error(f"--seed-list: {args.seed_list!r}; give distinct whole numbers >= 0")
     if args.scenario == "shortflows":
         return run_shortflows(args, seeds)
     if args.scenario == "twolink":
