@@ -12,7 +12,7 @@ runs they keep; ns-3's keep everything).
 Run:
 
     PYTHONPATH=src python benchmarks/twolink_timeline.py --until 1,2,4,8 --seeds 3 [--stagger 0] \
-        [--receiver-runs 16] [--fixed-ack-delay]
+        [--receiver-runs 16] [--fixed-ack-delay] [--seed-list 2,10]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--until", default="1,2,4,8", help="run lengths, s, comma-separated")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seed-list", default=None, help="these seeds (comma-separated) instead of 1..--seeds")
     parser.add_argument("--stagger", type=float, default=0.0, help="seconds between the long flows' starts")
     parser.add_argument("--receiver-runs", type=int, default=None,
                         help="out-of-order runs each fluidcc receiver keeps (default: the engine's, receiver_runs_for)")
@@ -43,6 +44,13 @@ def main() -> int:
     parser.add_argument("--out", default=str(HERE / "twolink_timeline.json"))
     args = parser.parse_args()
     seeds = list(range(1, args.seeds + 1))
+    if args.seed_list is not None:
+        try:
+            seeds = [int(x) for x in args.seed_list.split(",")]
+        except ValueError:
+            parser.error(f"--seed-list: {args.seed_list!r} is not whole numbers separated by commas")
+        if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+            parser.error(f"--seed-list: {args.seed_list!r}; give distinct whole numbers >= 0")
     rows, run_attrs = [], {}
     for until in (float(x) for x in args.until.split(",")):
         theirs = [ns3_twolink(args.stagger, until, seed) for seed in seeds]
@@ -57,6 +65,8 @@ def main() -> int:
             n = len(r["flows"])
             theirs_drops = np.array([f["data_drops_l1"] + f["data_drops_l2"] for f in r["flows"]])
             ours_drops = v.dropped.values[:n].astype(int)
+            per_flow = {name: ([int(f[name]) for f in r["flows"]], v[name].values[:n].astype(int).tolist())
+                        for name in ("timeouts", "recoveries")}
             row = {"until_s": until, "seed": seed, "status": int(v.status),
                    "ns3": {"timeouts": r["timeouts"], "rto_expiries": r["rto_expiries"], "recoveries": r["recoveries"],
                            "drops": [int(l["run"]["packets_dropped"]) for l in r["links"]],
@@ -66,7 +76,8 @@ def main() -> int:
                                "drops": v.link_dropped.sel(link=["l1", "l2"]).values.astype(int).tolist(),
                                "mean_queue": v.queue_mean.sel(link=["l1", "l2"]).values.tolist(), "discarded": int(v.discarded.sum())},
                    "flows_whose_drops_differ": int(np.sum(ours_drops != theirs_drops)),
-                   "drops_differing": int(np.sum(np.abs(ours_drops - theirs_drops)))}
+                   "drops_differing": int(np.sum(np.abs(ours_drops - theirs_drops))),
+                   "per_flow": {name: {"ns3": a, "fluidcc": b} for name, (a, b) in per_flow.items()}}
             rows.append(row)
             a, b = row["ns3"], row["fluidcc"]
             print(f"until {until:g} s, seed {seed}: timeouts {a['timeouts']} / {b['timeouts']}, expiries "
@@ -75,6 +86,10 @@ def main() -> int:
                   f"{np.round(b['mean_queue'], 1).tolist()} (ns-3 / fluidcc); flows whose drops differ "
                   f"{row['flows_whose_drops_differ']} (by {row['drops_differing']} packets in all); fluidcc's "
                   f"receivers discarded {b['discarded']}", flush=True)
+            for name, (theirs_k, ours_k) in per_flow.items():
+                differ = [f"{i}: {x}/{y}" for i, (x, y) in enumerate(zip(theirs_k, ours_k)) if x != y]
+                print(f"    {name} per flow (flow 0 the short one), where they differ, ns-3/fluidcc: "
+                      f"{', '.join(differ) or 'none'}", flush=True)
     write_json(args.out, {"machine": machine_info(extras=()), "stagger_s": args.stagger, "seeds": seeds,
                           "ack_links": not args.fixed_ack_delay,
                           "receiver_runs": run_attrs.get("receiver_runs"), "runs": rows},
