@@ -100,3 +100,16 @@ def ns3_replay(result: dict, ack_links: bool = True) -> tuple[Network, FlowTable
     table = FlowTable(np.array([f["start_s"] for f in flows]), np.full(len(flows), np.inf),
                       route=np.array([0 if f["name"] == "short" else 1 for f in flows]))
     return network, table
+
+
+def seed_list(parser, text: str) -> list[int]:
+    """The seeds of a `--seed-list` ("3,4"): distinct whole numbers >= 0, else the parser's error
+    naming the value."""
+    try:
+        seeds = [int(x) for x in text.split(",")]
+    except ValueError:
+        parser.error(f"--seed-list: {text!r} is not whole numbers separated by commas")
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        parser.error(f"--seed-list: {text!r}; give distinct whole numbers >= 0")
+    return seeds
+

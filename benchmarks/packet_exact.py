@@ -59,7 +59,7 @@ from fluidcc.packet.workloads import FlowTable, read_trace
 from fluidcc.units import mbps_to_pps
 
 from _harness import machine_info, timed, write_json
-from _twolink import NS3_ACK_BYTES, ns3_replay, ns3_twolink
+from _twolink import NS3_ACK_BYTES, ns3_replay, ns3_twolink, seed_list
 
 HERE = Path(__file__).resolve().parent
 BOTTLENECK_PPS = mbps_to_pps(100.0)
@@ -334,12 +334,7 @@ def main() -> int:
     if args.seed_list is not None:
         if args.scenario != "twolink":
             parser.error(f"--seed-list is for --scenario twolink, not {args.scenario}")
-        try:
-            seeds = [int(x) for x in args.seed_list.split(",")]
-        except ValueError:
-            parser.error(f"--seed-list: {args.seed_list!r} is not whole numbers separated by commas")
-        if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-            parser.error(f"--seed-list: {args.seed_list!r}; give distinct whole numbers >= 0")
+        seeds = seed_list(parser, args.seed_list)
     if args.scenario == "shortflows":
         return run_shortflows(args, seeds)
     if args.scenario == "twolink":

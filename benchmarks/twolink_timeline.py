@@ -26,7 +26,7 @@ from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import TCP
 
 from _harness import machine_info, write_json
-from _twolink import NS3_ACK_BYTES, ns3_replay, ns3_twolink
+from _twolink import NS3_ACK_BYTES, ns3_replay, ns3_twolink, seed_list
 
 HERE = Path(__file__).resolve().parent
 
@@ -45,12 +45,7 @@ def main() -> int:
     args = parser.parse_args()
     seeds = list(range(1, args.seeds + 1))
     if args.seed_list is not None:
-        try:
-            seeds = [int(x) for x in args.seed_list.split(",")]
-        except ValueError:
-            parser.error(f"--seed-list: {args.seed_list!r} is not whole numbers separated by commas")
-        if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-            parser.error(f"--seed-list: {args.seed_list!r}; give distinct whole numbers >= 0")
+        seeds = seed_list(parser, args.seed_list)
     rows, run_attrs = [], {}
     for until in (float(x) for x in args.until.split(",")):
         theirs = [ns3_twolink(args.stagger, until, seed) for seed in seeds]
