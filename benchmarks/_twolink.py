@@ -112,4 +112,3 @@ def seed_list(parser, text: str) -> list[int]:
     if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
         parser.error(f"--seed-list: {text!r}; give distinct whole numbers >= 0")
     return seeds
-

@@ -269,11 +269,20 @@ def run_twolink(args, seeds) -> int:
 def merge_twolink(paths: list[str], out: str) -> int:
     """One two-link comparison over the seeds of several parts (runs of `--seed-list`): the parts must
     share the scenario, stagger, duration and ACK path and have no seed twice."""
-    parts = [json.loads(Path(p).read_text()) for p in paths]
     keys = ("scenario", "stagger_s", "duration_s", "ack_links")
+    parts = []
+    for path in paths:
+        try:
+            part = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"--merge: {path} cannot be read as a result of this script ({error})")
+        if not isinstance(part, dict) or part.get("scenario") != "twolink":
+            raise SystemExit(f"--merge: {path} is not a twolink result; only twolink parts are merged")
+        missing = [k for k in (*keys, "seeds", "fluidcc", "ns3") if k not in part]
+        if missing:
+            raise SystemExit(f"--merge: {path} lacks {', '.join(missing)}; parts are written by --seed-list")
+        parts.append(part)
     for path, part in zip(paths, parts):
-        if part.get("scenario") != "twolink":
-            raise SystemExit(f"--merge: {path} has scenario {part.get('scenario')!r}; only twolink parts are merged")
         for key in keys:
             if part[key] != parts[0][key]:
                 raise SystemExit(f"--merge: {path} has {key} = {part[key]!r}, {paths[0]} {parts[0][key]!r}; "
