@@ -168,7 +168,7 @@ def models_command() -> None:
         protocol = protocols.get_protocol(name)
         click.echo(f"{name} [protocol]: {protocol.description} ({protocol.paper})")
         for setting in setting_fields(protocol.packet_class()):
-            shown = "(per link)" if setting.default is None else str(setting.default)
+            shown = f"({setting.none})" if setting.default is None else str(setting.default)
             if isinstance(setting.default, bool):
                 shown = str(setting.default).lower()  # as TOML writes it
             unit = setting.unit + (", or one per flow" if setting.per_flow else "")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -89,6 +91,41 @@ def test_an_ack_of_several_segments_grows_the_window_as_ns3s_increase_window():
     np.testing.assert_array_equal(np.asarray(after["cwnd"]),
                                   [10 * SEGMENT + 100.0, 5 * SEGMENT, 3 * SEGMENT, 4 * SEGMENT])
     np.testing.assert_array_equal(np.asarray(after["state"]), [OPEN, OPEN, OPEN, OPEN])
+
+
+def test_the_window_counts_in_the_mss_not_the_packet():
+    """ns-3 keeps cwnd in bytes of payload, and NewReno's avoidance increment is floor(MSS^2 / cwnd)
+    bytes per ACK, so the MSS itself shapes the growth, not only cwnd in segments. With ns-3's
+    948-byte MSS (a 1000-byte packet less 52 bytes of headers) and cwnd = 20 segments, an ACK adds
+    floor(948 * 948 / 18 960) = 47 bytes, 4.96 % of a segment; counted in 1000-byte segments the
+    same window would add 50 bytes, 5 %. With cwnd = 33 segments: floor(948 / 33) = 28 against
+    floor(1000 / 33) = 30 bytes per segment of window, 0.975 and 0.990 segments per round trip. The
+    initial window and ssthresh count in the MSS too."""
+    network = Network((Link("l", 1000.0, 0.05),), (Flow("f", ("l",)),))
+    tcp = TCP(mss_bytes=948)
+    params = tcp.params(network, None, None)
+    assert float(params.segment) == 948.0 and float(params.initial_window) == 2 * 948.0
+    assert float(TCP().params(network, None, None).segment) == network.packet_bytes  # the default
+    flows = Flows(start=jnp.zeros(2), stop=jnp.full(2, jnp.inf), size=jnp.full(2, jnp.inf))
+    s = tcp.init(params, flows, None)
+    s = {**s, "phase": jnp.full(2, 2), "state": jnp.array([OPEN, OPEN]),
+         "snd_una": jnp.full(2, 100), "snd_nxt": jnp.full(2, 140), "high_tx": jnp.full(2, 140),
+         "retx_hi": jnp.full(2, 200), "ssthresh": jnp.array([10.0, 10.0]) * 948,
+         "cwnd": jnp.array([20.0, 33.0]) * 948, "timer": jnp.full(2, 9.0), "rto": jnp.full(2, 0.4)}
+    ack = Ack(kind=jnp.full(2, ACK), ack_no=jnp.full(2, 101), echo=jnp.zeros(2), header=jnp.zeros((2, 0)))
+    after = tcp.on_ack(s, params, flows, jnp.asarray(1.0), jnp.ones(2, bool), ack)
+    np.testing.assert_array_equal(np.asarray(after["cwnd"]), [20 * 948 + 47, 33 * 948 + 28])
+    # the same windows counted in 1000-byte segments grow by other fractions of a segment
+    wide = TCP().params(network, None, None)
+    s1000 = {**s, "ssthresh": jnp.array([10.0, 10.0]) * 1000, "cwnd": jnp.array([20.0, 33.0]) * 1000}
+    np.testing.assert_array_equal(np.asarray(TCP().on_ack(s1000, wide, flows, jnp.asarray(1.0), jnp.ones(2, bool),
+                                                          ack)["cwnd"]), [20 * 1000 + 50, 33 * 1000 + 30])
+
+
+@pytest.mark.parametrize("bad", [0, 0.5, 947.5, -948, math.nan, math.inf, True, "948"])
+def test_a_bad_mss_is_named(bad):
+    with pytest.raises(ParameterError, match="mss_bytes"):
+        TCP(mss_bytes=bad)
 
 
 def test_receivers_keep_every_hole_by_default_and_a_run_that_discards_says_so(monkeypatch):

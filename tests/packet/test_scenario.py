@@ -176,6 +176,7 @@ def test_each_seed_draws_its_own_arrivals_unless_the_workload_has_a_seed():
     ({"name": "tcp", "syn_timeout": "1s", "receive_window": math.inf, "limited_transmit": False},
      TCP(syn_timeout_s=1.0, receive_window=math.inf, limited_transmit=False)),
     ({"name": "tcp", "receive_window": 64}, TCP(receive_window=64.0)),
+    ({"name": "tcp", "mss_bytes": 948, "ack_bytes": 54}, TCP(mss_bytes=948.0, ack_bytes=54.0)),
     ({"name": "rcp"}, RCP()),
     ({"name": "rcp", "alpha": 0.4, "beta": 0.2, "tau": "5ms", "rtt_gain": 0.1, "min_rto": 1},
      RCP(alpha=0.4, beta=0.2, tau_s=0.005, rtt_gain=0.1, min_rto_s=1.0)),
@@ -207,7 +208,7 @@ def test_the_examples_load():
     assert isinstance(rcp.workload.sizes, Pareto) and rcp.workload.sizes.mean_packets == 25
     assert rcp.step_s is None  # the exact engine's lookahead
     tcp = Scenario.load(EXAMPLES / "tcp_dumbbell.toml")
-    assert tcp.protocol == TCP(initial_window=2.0, min_rto_s=0.2, limited_transmit=False)
+    assert tcp.protocol == TCP(initial_window=2.0, min_rto_s=0.2, limited_transmit=False, mss_bytes=948.0)
     assert tcp.duration_s == 20.0 and tcp.step_s is None and tcp.receiver_runs is None  # the default, grown
     assert tcp.bottleneck_capacity_pps == pytest.approx(12500.0) and tcp.rtpd_s == pytest.approx(0.08)
     assert tcp.network.flows[0].interface_pps == pytest.approx(1.25e6)  # 10 Gb/s

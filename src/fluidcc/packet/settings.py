@@ -7,7 +7,8 @@ The unit of a field is in its name, in the fluidcc way: ``tau_s`` is a time (the
 field with metadata ``per_flow=True`` also takes a list of one rate per flow and reports a list);
 a field of type ``str`` is a choice, checked by the class; a field of type ``bool`` a switch (true
 or false); any other field is a number, whose unit, if it has one, is its metadata ``unit``
-(``field(default=2.0, metadata={"unit": "segments"})``).
+(``field(default=2.0, metadata={"unit": "segments"})``). A default of None is chosen per run, per
+link unless the metadata ``none`` says otherwise (``metadata={"none": "the network's packet size"}``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ KIND_UNITS = {"time": "s", "rate": "packets/s"}
 @dataclasses.dataclass(frozen=True)
 class SettingField:
     """One setting of a packet protocol: its scenario key, dataclass field, kind ("time", "rate",
-    "choice", "switch" or "number"), default and unit ("" for none)."""
+    "choice", "switch" or "number"), default, unit ("" for none) and, for a default of None, what
+    the run takes instead."""
 
     key: str
     field: str
@@ -34,6 +36,7 @@ class SettingField:
     default: Any
     per_flow: bool = False
     unit: str = ""
+    none: str = "per link"
 
 
 def setting_fields(protocol_class: type) -> tuple[SettingField, ...]:
@@ -48,7 +51,8 @@ def setting_fields(protocol_class: type) -> tuple[SettingField, ...]:
                 key, kind = f.name[: -len(suffix)], suffix_kind
         default = f.default if f.default is not dataclasses.MISSING else None
         unit = KIND_UNITS.get(kind, f.metadata.get("unit", ""))
-        found.append(SettingField(key, f.name, kind, default, bool(f.metadata.get("per_flow", False)), unit))
+        found.append(SettingField(key, f.name, kind, default, bool(f.metadata.get("per_flow", False)), unit,
+                                  f.metadata.get("none", "per link")))
     return tuple(found)
 
 

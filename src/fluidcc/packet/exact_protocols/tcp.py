@@ -1,7 +1,12 @@
 """TCP NewReno senders for the exact engine, acknowledgement by acknowledgement, by the rules of
 ns-3.37's `TcpNewReno` with classic recovery and SACK off (RFC 5681, RFC 6582, RFC 6298).
 
-Windows are in whole bytes, as ns-3 keeps them (segment: the network's packet size).
+Windows are in whole bytes, as ns-3 keeps them; a segment is `mss_bytes` of them (default: the
+network's packet size). A packet on the links is always the network's packet size: the MSS only
+sets the window's arithmetic, where it shows in the congestion-avoidance increment below (ns-3's
+programs of `benchmarks/ns3` carry a 948-byte MSS in a 1000-byte IP packet: from 10 to 60
+segments, a 1000-byte MSS grows the window per round trip by −5 % to +5 % of ns-3's, window by
+window, enough to change which packets a later overflow drops).
 
 * **Handshake.** A SYN at the flow's start (it queues and may be dropped like data); without its
   SYN-ACK it is sent again after `syn_timeout_s` (3 s), doubling. The SYN-ACK gives the first RTT
@@ -13,7 +18,7 @@ Windows are in whole bytes, as ns-3 keeps them (segment: the network's packet si
   segment first, else new data. A cumulative ACK takes the guesses on the segments it covers; a
   guess left on the new head marks it lost, and it is sent again.
 * **Slow start**: cwnd += one segment per ACK of new data while cwnd < ssthresh (initial ssthresh
-  unlimited); **congestion avoidance**: cwnd += max(1, floor(segment^2 / cwnd)) bytes per ACK. An
+  unlimited); **congestion avoidance**: cwnd += max(1, floor(MSS^2 / cwnd)) bytes per ACK. An
   ACK that covers several segments and takes cwnd to ssthresh in slow start also adds the
   avoidance increment; the ACK that ends LOSS grows the window only if it covers segments above
   recover (ns-3's `IncreaseWindow` with the segments acknowledged).
@@ -90,7 +95,9 @@ class TCP(ExactProtocol, FieldSettings):
     Reno guess on the first two duplicate ACKs too, so that each sends a new segment (RFC 3042,
     ns-3's default; False: only from the third); ack_bytes: an ACK's size on the links it crosses
     (bytes > 0; 40: IP and TCP headers; ns-3's are 52 with the timestamp option, 54 on a
-    point-to-point wire)."""
+    point-to-point wire); mss_bytes: the segment the window counts in, whole bytes >= 1 (None: the
+    network's packet size; ns-3 counts payload, 948 bytes in the 1000-byte packets of
+    `benchmarks/ns3`)."""
 
     initial_window: float = field(default=2.0, metadata={"unit": "segments"})
     min_rto_s: float = 0.2
@@ -98,6 +105,7 @@ class TCP(ExactProtocol, FieldSettings):
     receive_window: float = field(default=math.inf, metadata={"unit": "segments"})
     limited_transmit: bool = True
     ack_bytes: float = field(default=40.0, metadata={"unit": "bytes"})
+    mss_bytes: float | None = field(default=None, metadata={"unit": "bytes", "none": "the packet size"})
     name = "tcp"
 
     def __post_init__(self):
@@ -113,9 +121,14 @@ class TCP(ExactProtocol, FieldSettings):
         if not isinstance(self.limited_transmit, bool):
             raise ParameterError("limited_transmit", self.limited_transmit, "true or false")
         _positive("ack_bytes", self.ack_bytes, "an ACK size > 0 bytes")
+        if self.mss_bytes is not None and (
+                isinstance(self.mss_bytes, bool) or not isinstance(self.mss_bytes, (int, float))
+                or not math.isfinite(self.mss_bytes) or self.mss_bytes < 1 or self.mss_bytes != math.floor(self.mss_bytes)):
+            raise ParameterError("mss_bytes", self.mss_bytes,
+                                 "a segment of whole bytes >= 1, or none for the network's packet size")
 
     def params(self, network, plan, tables) -> TCPParams:
-        segment = float(network.packet_bytes)
+        segment = float(network.packet_bytes if self.mss_bytes is None else self.mss_bytes)
         return TCPParams(segment=jnp.asarray(segment), initial_window=jnp.asarray(math.floor(self.initial_window) * segment),
                          min_rto=jnp.asarray(float(self.min_rto_s)), max_rto=jnp.asarray(60.0),
                          initial_rto=jnp.asarray(max(1.0, float(self.min_rto_s))),
