@@ -30,6 +30,9 @@ NS3_ACK_ON_ACCESS_S = 54 * 8 / 10e9
 #: an ACK's size in fluidcc's bytes: the ns-3 links run at (1 002 / 1 000) x the nominal rate, so
 #: 54 bytes on their wire take as long as this many at fluidcc's rate
 NS3_ACK_BYTES = 54 * 1000 / 1002
+#: the TCP segment of the ns-3 programs, bytes: a 1000-byte IP packet less 20 + 20 + 12 bytes of
+#: IPv4, TCP and timestamp headers (`benchmarks/ns3/common.h`); their windows count these bytes
+NS3_MSS_BYTES = 948
 
 
 def twolink_network(scale: float, stagger: float) -> Network:

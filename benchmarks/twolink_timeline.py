@@ -26,7 +26,7 @@ from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import TCP
 
 from _harness import machine_info, write_json
-from _twolink import NS3_ACK_BYTES, ns3_replay, ns3_twolink, seed_list
+from _twolink import NS3_ACK_BYTES, NS3_MSS_BYTES, ns3_replay, ns3_twolink, seed_list
 
 HERE = Path(__file__).resolve().parent
 
@@ -41,8 +41,12 @@ def main() -> int:
                         help="out-of-order runs each fluidcc receiver keeps (default: the engine's, receiver_runs_for)")
     parser.add_argument("--fixed-ack-delay", action="store_true",
                         help="ACKs return over a fixed delay, not across the links' reverses as in ns-3")
+    parser.add_argument("--mss", type=int, default=NS3_MSS_BYTES,
+                        help="the segment fluidcc's TCP windows count in, bytes (default: ns-3's, 948)")
     parser.add_argument("--out", default=str(HERE / "twolink_timeline.json"))
     args = parser.parse_args()
+    if args.mss < 1:
+        parser.error(f"--mss {args.mss}: a segment of whole bytes >= 1")
     seeds = list(range(1, args.seeds + 1))
     if args.seed_list is not None:
         seeds = seed_list(parser, args.seed_list)
@@ -51,7 +55,7 @@ def main() -> int:
         theirs = [ns3_twolink(args.stagger, until, seed) for seed in seeds]
         network, _ = ns3_replay(theirs[0], ack_links=not args.fixed_ack_delay)
         tables = [ns3_replay(r)[1] for r in theirs]
-        tcp = TCP(limited_transmit=False, ack_bytes=40.0 if args.fixed_ack_delay else NS3_ACK_BYTES)
+        tcp = TCP(limited_transmit=False, ack_bytes=40.0 if args.fixed_ack_delay else NS3_ACK_BYTES, mss_bytes=args.mss)
         run = simulate_exact(network, tcp, tables, duration_s=until, seeds=seeds,
                              receiver_runs=args.receiver_runs)
         run_attrs = dict(run.attrs)
@@ -85,7 +89,7 @@ def main() -> int:
                 differ = [f"{i}: {x}/{y}" for i, (x, y) in enumerate(zip(theirs_k, ours_k)) if x != y]
                 print(f"    {name} per flow (flow 0 the short one), where they differ, ns-3/fluidcc: "
                       f"{', '.join(differ) or 'none'}", flush=True)
-    write_json(args.out, {"machine": machine_info(extras=()), "stagger_s": args.stagger, "seeds": seeds,
+    write_json(args.out, {"machine": machine_info(extras=()), "stagger_s": args.stagger, "seeds": seeds, "mss_bytes": args.mss,
                           "ack_links": not args.fixed_ack_delay,
                           "receiver_runs": run_attrs.get("receiver_runs"), "runs": rows},
                announce=True)
