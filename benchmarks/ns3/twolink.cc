@@ -17,7 +17,7 @@
 // Usage: twolink [--stagger=0.25] [--duration=30 (20 if --stagger=0)] [--seed=1] [--out=PATH]
 //                [--jitter=0.001] [--long-flows=16] [--buffer1=0] [--buffer2=0]
 //                [--initial-cwnd=2] [--min-rto=0.2] [--queue-sample=0.001]
-//                [--sack=0] [--limitedTransmit=1]
+//                [--sack=0] [--limitedTransmit=1] [--drop-log=0]
 // ("--name value" is accepted as well as ns-3's usual "--name=value").
 
 #include "common.h"
@@ -93,6 +93,7 @@ main(int argc, char* argv[])
     double queueSampleS = 0.001;
     bool sack = false;
     bool limitedTransmit = true; // ns-3's default (RFC 3042), as in dumbbell.cc
+    bool dropLog = false;
 
     CommandLine cmd(__FILE__);
     cmd.AddValue("stagger", "seconds between the long flows' starts (0: all at once)", staggerS);
@@ -108,6 +109,10 @@ main(int argc, char* argv[])
     cmd.AddValue("queue-sample", "period of the queue samples, seconds", queueSampleS);
     cmd.AddValue("sack", "enable TCP SACK (default: off)", sack);
     cmd.AddValue("limitedTransmit", "enable RFC 3042 limited transmit", limitedTransmit);
+    cmd.AddValue("drop-log",
+                 "list every drop on the two links in the output (time in ns, the flow whose data it "
+                 "was; -1: a SYN or not a flow's packet)",
+                 dropLog);
     ParseCommandLine(cmd, argc, argv);
     if (durationS == 0.0)
     {
@@ -228,6 +233,7 @@ main(int argc, char* argv[])
     LinkMonitor monitors[kLinks];
     std::vector<std::vector<uint64_t>> dataDrops(kLinks, std::vector<uint64_t>(nLong + 1, 0));
     uint64_t reverseDrops[kLinks] = {0, 0};
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> dropLogs(kLinks);
     for (int l = 0; l < kLinks; ++l)
     {
         monitors[l].Attach(linkDevices[l]->Get(0), Seconds(queueSampleS));
@@ -244,6 +250,16 @@ main(int argc, char* argv[])
         linkDevices[l]->Get(1)->TraceConnectWithoutContext(
             "MacTxDrop",
             MakeBoundCallback(&CountDrop, &reverseDrops[l]));
+        if (dropLog)
+        {
+            std::vector<std::pair<int64_t, int64_t>>* log = &dropLogs[l];
+            monitors[l].OnEveryDrop(
+                Callback<void, Ptr<const Packet>>([&flows, log](Ptr<const Packet> p) {
+                    FlowSet::PacketKind kind = flows.Classify(p);
+                    log->emplace_back(Simulator::Now().GetNanoSeconds(),
+                                      kind.flow >= 0 && kind.data ? kind.flow : -1);
+                }));
+        }
     }
     uint64_t accessDrops = 0;
     for (uint32_t d = 0; d < accessDevices.GetN(); ++d)
@@ -371,6 +387,17 @@ main(int argc, char* argv[])
             .Set("run", run)
             .Set("last_half", lastHalf)
             .Set("reverse_drops", reverseDrops[l]);
+        if (dropLog)
+        {
+            Json drops = Json::Array();
+            for (const auto& [timeNs, flow] : dropLogs[l])
+            {
+                Json pair = Json::Array();
+                pair.Push(timeNs).Push(flow);
+                drops.Push(pair);
+            }
+            one.Set("drops", drops);
+        }
         linksJson.Push(one);
     }
 
