@@ -60,13 +60,14 @@ def second_half_goodput(network: Network, protocol, duration_s: float, sample_s:
     return full, first, (full.received.values - first.received.values) / (duration_s - half)
 
 
-def ns3_twolink(stagger: float, duration: float, seed: int) -> dict:
+def ns3_twolink(stagger: float, duration: float, seed: int, drop_log: bool = False) -> dict:
     """One run of the ns-3 program (TCP NewReno, limited transmit off; built first if missing): its
-    JSON result."""
+    JSON result. drop_log: each link's entry lists every drop (`drops`: [time in ns, flow])."""
     if not NS3_TWOLINK.exists():
         subprocess.run(["bash", str(HERE / "ns3" / "build.sh")], check=True)
     text = subprocess.run([str(NS3_TWOLINK), f"--stagger={stagger:g}", f"--duration={duration:g}", f"--seed={seed}",
-                           "--limitedTransmit=0"], check=True, capture_output=True, text=True).stdout
+                           "--limitedTransmit=0", f"--drop-log={int(drop_log)}"], check=True, capture_output=True,
+                          text=True).stdout
     return json.loads(text.strip().splitlines()[-1])
 
 
