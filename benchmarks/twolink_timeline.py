@@ -11,7 +11,7 @@ runs they keep; ns-3's keep everything).
 
 `--drop-bins` also compares each link's drops per millisecond (ns-3's drop log against fluidcc's
 per-sample drops): the first millisecond whose count differs, and the running difference at each
-whole second. `--capacity-ppm A,B` shifts fluidcc's capacities of link 1 and link 2 (and their
+whole second. `--capacity-ppm=A,B` shifts fluidcc's capacities of link 1 and link 2 (and their
 reverses) by A and B parts per million: the transmission times move by fractions of a nanosecond,
 which measures how much a run's outcome hangs on sub-nanosecond timing (ns-3 serializes in whole
 nanoseconds, fluidcc on the 2^-32 s grid: 0.034 and 0.089 ns less per data packet on the two links).
@@ -19,7 +19,7 @@ nanoseconds, fluidcc on the 2^-32 s grid: 0.034 and 0.089 ns less per data packe
 Run:
 
     PYTHONPATH=src python benchmarks/twolink_timeline.py --until 1,2,4,8 --seeds 3 [--stagger 0] \
-        [--receiver-runs 16] [--fixed-ack-delay] [--seed-list 2,10] [--drop-bins] [--capacity-ppm -4,-1]
+        [--receiver-runs 16] [--fixed-ack-delay] [--seed-list 2,10] [--drop-bins] [--capacity-ppm=-4,-1]
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def main() -> int:
                         help="compare each link's drops per millisecond: the first that differs")
     parser.add_argument("--capacity-ppm", default="0,0",
                         help="fluidcc only: shift link 1's and link 2's capacities (and their reverses) by "
-                             "these parts per million, comma-separated")
+                             "these parts per million, comma-separated (negative ones after '=': "
+                             "--capacity-ppm=-4,-1)")
     parser.add_argument("--out", default=str(HERE / "twolink_timeline.json"))
     args = parser.parse_args()
     if args.mss < 1:
