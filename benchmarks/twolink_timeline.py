@@ -126,8 +126,9 @@ def main() -> int:
 
 
 def drop_bins(theirs: dict, v) -> dict:
-    """Per link: drops per millisecond in both simulators, the first millisecond where they differ
-    and the running difference (fluidcc − ns-3) at each whole second; printed as well."""
+    """Per link: drops per millisecond in both simulators (kept where either dropped), the first
+    millisecond where they differ and the running difference (fluidcc − ns-3) at each whole second;
+    the last two printed as well."""
     found = {}
     for l, link in enumerate(theirs["links"]):
         ours = v.drops.sel(link=link["name"]).values
@@ -138,7 +139,10 @@ def drop_bins(theirs: dict, v) -> dict:
         first = int(differ[0]) if len(differ) else None
         running = np.cumsum(ours - counts)
         at_seconds = [int(running[k]) for k in range(999, len(running), 1000)]
-        found[link["name"]] = {"first_differing_ms": first, "running_difference_at_seconds": at_seconds}
+        kept = np.nonzero((ours > 0) | (counts > 0))[0]
+        found[link["name"]] = {"first_differing_ms": first, "running_difference_at_seconds": at_seconds,
+                               "per_ms": {"ms": kept.tolist(), "fluidcc": ours[kept].astype(int).tolist(),
+                                          "ns3": counts[kept].astype(int).tolist()}}
         print(f"    {link['name']} drops per ms: first differing millisecond "
               f"{'none' if first is None else f'{first} (fluidcc {ours[first]:.0f}, ns-3 {counts[first]:.0f})'}; "
               f"fluidcc − ns-3 at each second: {at_seconds}", flush=True)
