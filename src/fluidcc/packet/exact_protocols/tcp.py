@@ -10,7 +10,9 @@ window, enough to change which packets a later overflow drops).
 
 * **Handshake.** A SYN at the flow's start (it queues and may be dropped like data); without its
   SYN-ACK it is sent again after `syn_timeout_s` (3 s), doubling. The SYN-ACK gives the first RTT
-  sample; data follows at once (the handshake's pure ACK is not sent: 40 bytes, no effect here).
+  sample; data follows at once. The handshake's pure ACK is not sent (ns-3 sends it: where a flow
+  starts into a full queue it takes a place there or is dropped in a data packet's stead, which
+  changes that flow's start; benchmarks/RESULTS.md, the two-link network's staggered start).
 * **What is in flight** (ns-3 without SACK): the outstanding segments, less one "Reno guess" per
   duplicate ACK (on the third, and on every duplicate in recovery; on the first two as well with
   limited transmit), less a head marked lost and not yet sent again; after a timeout, what was
