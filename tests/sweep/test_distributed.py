@@ -73,16 +73,29 @@ def test_local_workers_get_this_process_s_devices_and_threads_and_no_malloc_trim
         assert seen["MALLOC_TRIM_THRESHOLD_"] is None
 
 
-def test_a_client_stopped_after_some_chunks_resumes_without_computing_them_again(client, in_process, tmp_path,
-                                                                                monkeypatch):
+def test_a_client_stopped_after_some_chunks_resumes_without_computing_them_again(client, tmp_path, monkeypatch):
+    # one point per chunk (12 chunks), so that the chunks already running when the client stops
+    # (two workers) cannot be all of them; the reference is the in-process sweep of the same chunks
+    fine = 1
+
     def stop_after_the_first_chunk(done, total):
         if done > 0:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_sweep(SPEC, tmp_path, chunk_points=CHUNK, client=client, progress=stop_after_the_first_chunk)
-    time.sleep(1.0)  # a task already running when the client stopped may still finish: either way is fine
-    before = xr.open_zarr(tmp_path / "sweep.zarr", consolidated=False)["chunk_status"].values
+        run_sweep(SPEC, tmp_path, chunk_points=fine, client=client, progress=stop_after_the_first_chunk)
+    # a task already running when the client stopped may still finish and store its chunk (either
+    # way is fine; the scheduler forgets a cancelled task while its worker runs it): wait until the
+    # stored statuses have not changed for 3 s, so that they are what the resumed sweep finds
+    def stored():
+        return xr.open_zarr(tmp_path / "sweep.zarr", consolidated=False)["chunk_status"].values
+
+    before, still, deadline = stored(), 0.0, time.monotonic() + 60.0
+    while still < 3.0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = stored()
+        still = still + 0.5 if np.array_equal(now, before) else 0.0
+        before = now
     assert 1 <= int((before == 1).sum()) < len(before)
 
     submitted = []
@@ -94,10 +107,10 @@ def test_a_client_stopped_after_some_chunks_resumes_without_computing_them_again
         return original(task, pending, done, client)
 
     monkeypatch.setattr(_execute, "run_chunks", recording)
-    resumed = run_sweep(SPEC, tmp_path, chunk_points=CHUNK, client=client)
+    resumed = run_sweep(SPEC, tmp_path, chunk_points=fine, client=client)
     finished_before = set(np.flatnonzero(before == 1).tolist())
     assert finished_before.isdisjoint(submitted) and set(submitted) | finished_before == set(range(len(before)))
-    _same(resumed, in_process)
+    _same(resumed, run_sweep(SPEC, None, chunk_points=fine))
     assert json.loads(resumed.attrs["chunks_failed"]) == []
 
 
