@@ -5,6 +5,7 @@ ns-3 program (`benchmarks/ns3/twolink.cc`) with its replay in fluidcc, shared by
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 from pathlib import Path
@@ -104,6 +105,22 @@ def ns3_replay(result: dict, ack_links: bool = True) -> tuple[Network, FlowTable
     table = FlowTable(np.array([f["start_s"] for f in flows]), np.full(len(flows), np.inf),
                       route=np.array([0 if f["name"] == "short" else 1 for f in flows]))
     return network, table
+
+
+def add_mss_option(parser, note: str = "") -> None:
+    """`--mss`: the segment fluidcc's TCP windows count in, bytes, a whole number >= 1 (default:
+    ns-3's, `NS3_MSS_BYTES`), refused by the parser before any simulation runs."""
+    def whole_bytes(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{text!r}: a segment of whole bytes >= 1")
+        return value
+
+    parser.add_argument("--mss", type=whole_bytes, default=NS3_MSS_BYTES,
+                        help=f"the segment fluidcc's TCP windows count in, bytes (default: ns-3's, {NS3_MSS_BYTES}{note})")
 
 
 def seed_list(parser, text: str) -> list[int]:

@@ -59,7 +59,7 @@ from fluidcc.packet.workloads import FlowTable, read_trace
 from fluidcc.units import mbps_to_pps
 
 from _harness import machine_info, timed, write_json
-from _twolink import NS3_ACK_BYTES, NS3_MSS_BYTES, ns3_replay, ns3_twolink, seed_list
+from _twolink import NS3_ACK_BYTES, add_mss_option, ns3_replay, ns3_twolink, seed_list
 
 HERE = Path(__file__).resolve().parent
 BOTTLENECK_PPS = mbps_to_pps(100.0)
@@ -337,13 +337,9 @@ def main() -> int:
     parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
                         help="twolink: join the results of parts (each written by --seed-list) into one "
                              "comparison over all their seeds, written to --out; nothing is simulated")
-    parser.add_argument("--mss", type=int, default=NS3_MSS_BYTES,
-                        help="the segment fluidcc's TCP windows count in, bytes (default: ns-3's, 948; the "
-                             "tables measured before this option used the packet size, 1000)")
+    add_mss_option(parser, note="; the tables measured before this option used the packet size, 1000")
     parser.add_argument("--out", default=str(HERE / "packet_exact.json"))
     args = parser.parse_args()
-    if args.mss < 1:
-        parser.error(f"--mss {args.mss}: a segment of whole bytes >= 1")
     if args.merge:
         return merge_twolink(args.merge, args.out)
     seeds = list(range(1, args.seeds + 1))

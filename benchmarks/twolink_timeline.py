@@ -35,7 +35,7 @@ from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import TCP
 
 from _harness import machine_info, write_json
-from _twolink import NS3_ACK_BYTES, NS3_MSS_BYTES, ns3_replay, ns3_twolink, seed_list
+from _twolink import NS3_ACK_BYTES, add_mss_option, ns3_replay, ns3_twolink, seed_list
 
 HERE = Path(__file__).resolve().parent
 
@@ -50,8 +50,7 @@ def main() -> int:
                         help="out-of-order runs each fluidcc receiver keeps (default: the engine's, receiver_runs_for)")
     parser.add_argument("--fixed-ack-delay", action="store_true",
                         help="ACKs return over a fixed delay, not across the links' reverses as in ns-3")
-    parser.add_argument("--mss", type=int, default=NS3_MSS_BYTES,
-                        help="the segment fluidcc's TCP windows count in, bytes (default: ns-3's, 948)")
+    add_mss_option(parser)
     parser.add_argument("--drop-bins", action="store_true",
                         help="compare each link's drops per millisecond: the first that differs")
     parser.add_argument("--capacity-ppm", default="0,0",
@@ -60,8 +59,6 @@ def main() -> int:
                              "--capacity-ppm=-4,-1)")
     parser.add_argument("--out", default=str(HERE / "twolink_timeline.json"))
     args = parser.parse_args()
-    if args.mss < 1:
-        parser.error(f"--mss {args.mss}: a segment of whole bytes >= 1")
     try:
         ppm = [float(x) for x in args.capacity_ppm.split(",")]
     except ValueError:
