@@ -8,7 +8,7 @@ field with metadata ``per_flow=True`` also takes a list of one rate per flow and
 a field of type ``str`` is a choice, checked by the class; a field of type ``bool`` a switch (true
 or false); any other field is a number, whose unit, if it has one, is its metadata ``unit``
 (``field(default=2.0, metadata={"unit": "segments"})``). A default of None is chosen per run, per
-link unless the metadata ``none`` says otherwise (``metadata={"none": "the network's packet size"}``).
+link unless the metadata ``none`` says otherwise (``metadata={"none": "the packet size"}``).
 """
 
 from __future__ import annotations
