@@ -189,3 +189,50 @@ def test_the_shared_store_of_runs_is_each_receiver_s_set_of_packets(arrivals):
         assert int(rx.held) == runs
         runs_peak = max(runs_peak, runs)
         assert int(rx.peak) == runs_peak
+
+
+def test_the_sender_answers_the_syn_ack_with_a_pure_ack_before_its_data():
+    """ns-3.37's ProcessSynSent answers the SYN-ACK with a pure ACK, then sends data at the same
+    instant. One flow of one packet on an idle 1 000-packet/s link (its interface as fast): the
+    handshake ACK (40 bytes) goes ahead of the data on the data route, so the data reaches the
+    receiver 40 / 1 000 000 s later than without it, and the link carries one packet more. The ACK
+    ends at the receiver: nothing answers it, and the packets sent are all accounted for."""
+    network = Network((Link("l", 1000.0, 0.01),), (Flow("f", ("l",)),))
+    flows = FlowTable(np.array([0.0]), np.array([1.0]))
+    runs = {answer: simulate_exact(network, TCP(handshake_ack=answer), flows, duration_s=1.0).isel(run=0)
+            for answer in (True, False)}
+    with_ack, without = runs[True], runs[False]
+    assert int(with_ack.status) == 0 and int(without.status) == 0
+    assert float(with_ack.fct[0] - without.fct[0]) == pytest.approx(40.0 / (1000.0 * 1000.0), abs=1e-9)
+    assert int(with_ack.handshake_acks[0]) == 1 and int(without.handshake_acks[0]) == 0
+    assert int(with_ack.link_arrived[0]) == int(without.link_arrived[0]) + 1
+    assert int(with_ack.packets_sent[0]) == int(with_ack.sent[0]) + int(with_ack.syns[0]) + 1
+    assert int(with_ack.packets_sent[0]) == int(with_ack.acks_received[0]) + int(with_ack.handshake_acks[0])
+
+
+def test_a_handshake_ack_that_meets_a_full_queue_is_dropped_and_counted_as_control():
+    """f0 fills a 2-packet buffer from t = 0 (interfaces 10x the link); f1 starts at 67.6 ms (a
+    start picked so that its handshake ACK meets the full queue). f1 sends one SYN and gets going,
+    so its one control drop is the handshake ACK: it never reaches the receiver, and since a
+    dropped packet takes no place, the data of both flows fare exactly as without the ACK."""
+    network = Network((Link("l", 1000.0, 0.01, buffer_packets=2),),
+                      (Flow("f0", ("l",), interface_pps=1e4), Flow("f1", ("l",), interface_pps=1e4)))
+    flows = FlowTable(np.array([0.0, 0.0676]), np.array([np.inf, np.inf]))
+    runs = {answer: simulate_exact(network, TCP(handshake_ack=answer), flows, duration_s=1.5).isel(run=0)
+            for answer in (True, False)}
+    run = runs[True]
+    assert int(run.status) == 0
+    assert int(run.syns[1]) == 1 and int(run.delivered[1]) > 0
+    assert int(run.control_dropped[1]) == 1 and int(run.handshake_acks[1]) == 0
+    assert int(run.control_dropped[0]) == 0 and int(run.handshake_acks[0]) == 1
+    assert int(runs[False].control_dropped.sum()) == 0
+    for name in ("sent", "delivered", "dropped", "timeouts"):
+        np.testing.assert_array_equal(run[name], runs[False][name])
+    np.testing.assert_array_equal(run.packets_sent, run.dropped + run.control_dropped + run.acks_received
+                                  + run.handshake_acks + run.held)
+
+
+@pytest.mark.parametrize("bad", [1, "yes", None])
+def test_a_bad_handshake_ack_setting_is_named(bad):
+    with pytest.raises(ParameterError, match="handshake_ack"):
+        TCP(handshake_ack=bad)

@@ -1,8 +1,8 @@
 """The exact packet engine: every packet, ACK and timer at its own time, in one total order.
 
 **Order.** Every event has an exact time (seconds, float64, on a grid of 2^-32 s: `on_grid`) and
-a place in one total order: time, then flow, then kind (data, ACK, SYN, SYN-ACK), then sequence
-number; nothing is random, and no tie is left to the rounding of a float sum.
+a place in one total order: time, then flow, then kind (data, ACK, SYN, SYN-ACK, handshake ACK),
+then sequence number; nothing is random, and no tie is left to the rounding of a float sum.
 Time advances in *steps* of at most the *lookahead*; within a step the stages run in pipeline
 order -- the senders, then the links in a fixed order (`Plan.link_order`), each stage handling
 its events of the step one by one in the total order. A hop that feeds a stage processed earlier
@@ -27,7 +27,8 @@ ACK (SYN-ACK) starts back: through the flow's reverse route if it has one (its A
 with other traffic), else over a fixed delay (the route's propagation delays and the access
 delay). One ACK per data packet, at once; it carries the cumulative ACK, an echoed timestamp
 (the send time of the last segment that arrived in order, RFC 7323's TS.Recent) and the data's
-header fields, which routers may have written.
+header fields, which routers may have written. A handshake ACK (the pure ACK a sender sends on
+its SYN-ACK, on the data route) ends at the receiver: nothing answers it.
 
 **Senders** are protocols (`ExactProtocol`): each handles its ACKs and its own timers in time
 order and sends at those instants, through its network interface: packets leave the interface
@@ -52,8 +53,10 @@ import numpy as np
 from ..errors import ParameterError
 from ..network import Network
 
-#: Kinds of packet.
-DATA, ACK, SYN, SYNACK = 0, 1, 2, 3
+#: Kinds of packet: data, its ACK, a SYN, its SYN-ACK, and the handshake's third packet (the
+#: sender's pure ACK of the SYN-ACK: it goes the data's way, and is the size of an ACK).
+DATA, ACK, SYN, SYNACK, HANDSHAKE_ACK = 0, 1, 2, 3, 4
+KINDS = 5
 #: A pool slot not in use is at this place.
 FREE = -1
 #: Run statuses (a code per run) and their messages.
@@ -297,7 +300,7 @@ class Ack(NamedTuple):
 class Packet(NamedTuple):
     """What a sender puts on the wire (arrays over flows)."""
 
-    kind: jax.Array  # DATA or SYN
+    kind: jax.Array  # DATA, SYN or HANDSHAKE_ACK
     seq: jax.Array
     header: jax.Array  # (F, K)
 
@@ -394,7 +397,7 @@ class PacketPool(_Record):
 
     time: when it reaches its next place (s; inf: not before the end). place: a link index, L (the
     sender, for ACKs), L + 1 (at the receiver, parked after the end) or FREE. flow, hop (index on
-    its route or reverse route), kind (DATA, ACK, SYN, SYNACK), seq (data: its sequence number;
+    its route or reverse route), kind (DATA, ACK, SYN, SYNACK, HANDSHAKE_ACK), seq (data: its sequence number;
     ACKs: the cumulative ACK), sent (data: send time; ACKs: the echoed timestamp), header (P, K)."""
 
     time: jax.Array
@@ -464,6 +467,7 @@ class FlowCounters(_Record):
     control_dropped: jax.Array
     packets_sent: jax.Array
     acks_received: jax.Array
+    handshake_acks: jax.Array  # handshake ACKs that reached the receiver (they end there)
     first_sent: jax.Array
     finish: jax.Array
     last_delivered: jax.Array
@@ -561,7 +565,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     propagation = jnp.asarray(plan.propagation_s)
     buffer = jnp.asarray(plan.buffer)
     schedule_s, capacity_Bps = jnp.asarray(plan.schedule_s), jnp.asarray(plan.capacity_Bps)
-    size_of = jnp.asarray([plan.data_bytes, plan.ack_bytes, plan.ack_bytes, plan.ack_bytes])
+    size_of = jnp.asarray([plan.data_bytes] + [plan.ack_bytes] * (KINDS - 1))  # by kind
     rows = jnp.arange(F)
 
     def bin_of(t):
@@ -586,6 +590,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     zeros = jnp.zeros(F, jnp.int32)
     counters = FlowCounters(sent=zeros, delivered=zeros, dropped=zeros, duplicates=zeros, discarded=zeros,
                             control_dropped=zeros, packets_sent=zeros, acks_received=zeros,
+                            handshake_acks=zeros,
                             first_sent=jnp.full(F, jnp.nan), finish=jnp.full(F, jnp.nan),
                             last_delivered=jnp.full(F, jnp.nan), nic_free=jnp.zeros(F), clock=jnp.full(F, -jnp.inf))
     router0 = protocol.router_init(params, L)
@@ -746,12 +751,17 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
 
     def receive(c, p, f, now, valid):
         """Data or a SYN (pool slot p, flow f) reaches its receiver at `now` where `valid`: the ACK
-        goes back. (Masked writes, not a branch: a branch would copy the state.)"""
-        pool, rx, counters = c.pool, c.receivers, c.counters
+        goes back; a handshake ACK ends there (its slot is freed). (Masked writes, not a branch: a
+        branch would copy the state.)"""
+        pool, rx, counters, free = c.pool, c.receivers, c.counters, c.free
         kind, seq = pool.kind[p], pool.seq[p]
         is_data = valid & (kind == DATA)
+        ends = valid & (kind == HANDSHAKE_ACK)
         fd = jnp.where(is_data, f, F)  # writes of the receiver: dropped unless data arrived
-        pv = jnp.where(valid, p, P)
+        pv = jnp.where(valid & ~ends, p, P)
+        pe = jnp.where(ends, p, P)
+        free = FreeSlots(stack=free.stack.at[jnp.where(ends, free.top, P)].set(p, mode="drop"),
+                         top=free.top + ends.astype(jnp.int32))
         rx_after, dups, discarded = _receive_one(rx, f, F, is_data, seq)
         # the echoed timestamp (RFC 7323's TS.Recent): the send time of the last segment that arrived
         # in order (a duplicate ACK echoes it, an ACK of a hole's repair echoes the repair's)
@@ -765,6 +775,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                                     duplicates=counters.duplicates.at[fd].add(dups, mode="drop"),
                                     discarded=counters.discarded.at[fd].add(discarded, mode="drop"),
                                     last_delivered=counters.last_delivered.at[fd].set(now, mode="drop"),
+                                    handshake_acks=counters.handshake_acks.at[jnp.where(ends, f, F)].add(1, mode="drop"),
                                     finish=counters.finish.at[jnp.where(done, f, F)].set(now, mode="drop"))
         through = reverse_length[f] > 0
         pool = pool.replace(kind=pool.kind.at[pv].set(jnp.where(kind == DATA, ACK, SYNACK), mode="drop"),
@@ -772,7 +783,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                             sent=pool.sent.at[pv].set(echo, mode="drop"),
                             place=pool.place.at[pv].set(jnp.where(through, reverse[f, 0], L), mode="drop"),
                             time=pool.time.at[pv].set(jnp.where(through, now, on_grid(now + back[f])), mode="drop"))
-        return c.replace(pool=pool, receivers=rx, counters=counters)
+        pool = pool.replace(place=pool.place.at[pe].set(FREE, mode="drop"), time=pool.time.at[pe].set(jnp.inf, mode="drop"))
+        return c.replace(pool=pool, receivers=rx, counters=counters, free=free)
 
     def link_stage(c, l, t1):
         """Link l takes its arrivals of the step one by one in the order (time, flow, kind, seq), and
@@ -788,7 +800,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             theta, idx, n, stuck = chunk(key_all, t1)
             c = c.replace(status=jnp.where(stuck, 3, c.status))
             key0 = jnp.take(key_all, idx, mode="fill", fill_value=jnp.inf)
-            tie = ((jnp.take(pool.flow, idx, mode="fill", fill_value=0).astype(jnp.int64) * 4
+            tie = ((jnp.take(pool.flow, idx, mode="fill", fill_value=0).astype(jnp.int64) * KINDS
                     + jnp.take(pool.kind, idx, mode="fill", fill_value=0)) * (1 << 32)
                    + jnp.take(pool.seq, idx, mode="fill", fill_value=0))
             _, _, idx_s = jax.lax.sort((key0, tie, idx), num_keys=2)  # the chunk in the total order

@@ -10,9 +10,10 @@ window, enough to change which packets a later overflow drops).
 
 * **Handshake.** A SYN at the flow's start (it queues and may be dropped like data); without its
   SYN-ACK it is sent again after `syn_timeout_s` (3 s), doubling. The SYN-ACK gives the first RTT
-  sample; data follows at once. The handshake's pure ACK is not sent (ns-3 sends it: where a flow
-  starts into a full queue it takes a place there or is dropped in a data packet's stead, which
-  changes that flow's start; benchmarks/RESULTS.md, the two-link network's staggered start).
+  sample. The sender answers it with the handshake's pure ACK (an ACK's size, on the data route;
+  never sent again), then data at once, as ns-3 does: where a flow starts into a full queue, that
+  ACK takes a place there or is dropped in a data packet's stead (`handshake_ack=False` leaves it
+  out).
 * **What is in flight** (ns-3 without SACK): the outstanding segments, less one "Reno guess" per
   duplicate ACK (on the third, and on every duplicate in recovery; on the first two as well with
   limited transmit), less a head marked lost and not yet sent again; after a timeout, what was
@@ -58,7 +59,7 @@ import jax
 import jax.numpy as jnp
 
 from ...errors import ParameterError
-from ..exact import ACK, DATA, SYN, SYNACK, ExactProtocol, Packet, on_grid
+from ..exact import ACK, DATA, HANDSHAKE_ACK, SYN, SYNACK, ExactProtocol, Packet, on_grid
 from ..settings import FieldSettings
 
 OPEN, DISORDER, RECOVERY, LOSS = 0, 1, 2, 3
@@ -99,7 +100,8 @@ class TCP(ExactProtocol, FieldSettings):
     (bytes > 0; 40: IP and TCP headers; ns-3's are 52 with the timestamp option, 54 on a
     point-to-point wire); mss_bytes: the segment the window counts in, whole bytes >= 1 (None: the
     network's packet size; ns-3 counts payload, 948 bytes in the 1000-byte packets of
-    `benchmarks/ns3`)."""
+    `benchmarks/ns3`); handshake_ack: answer the SYN-ACK with a pure ACK before the first data
+    (False: data only, the handshake's third packet left out)."""
 
     initial_window: float = field(default=2.0, metadata={"unit": "segments"})
     min_rto_s: float = 0.2
@@ -108,6 +110,7 @@ class TCP(ExactProtocol, FieldSettings):
     limited_transmit: bool = True
     ack_bytes: float = field(default=40.0, metadata={"unit": "bytes"})
     mss_bytes: float | None = field(default=None, metadata={"unit": "bytes", "none": "the packet size"})
+    handshake_ack: bool = True
     name = "tcp"
 
     def __post_init__(self):
@@ -122,6 +125,8 @@ class TCP(ExactProtocol, FieldSettings):
             raise ParameterError("receive_window", self.receive_window, "a window >= 1 segment, or inf")
         if not isinstance(self.limited_transmit, bool):
             raise ParameterError("limited_transmit", self.limited_transmit, "true or false")
+        if not isinstance(self.handshake_ack, bool):
+            raise ParameterError("handshake_ack", self.handshake_ack, "true or false")
         _positive("ack_bytes", self.ack_bytes, "an ACK size > 0 bytes")
         if self.mss_bytes is not None and (
                 isinstance(self.mss_bytes, bool) or not isinstance(self.mss_bytes, (int, float))
@@ -140,7 +145,7 @@ class TCP(ExactProtocol, FieldSettings):
     def init(self, params: TCPParams, flows, key):
         n = flows.start.shape[0]
         zeros = jnp.zeros(n, jnp.int32)
-        return {"phase": zeros, "syn_due": jnp.zeros(n, bool), "syn_at": jnp.full(n, jnp.inf),
+        return {"phase": zeros, "syn_due": jnp.zeros(n, bool), "ack_due": jnp.zeros(n, bool), "syn_at": jnp.full(n, jnp.inf),
                 "syn_wait": jnp.full(n, params.syn_timeout),
                 "snd_una": zeros, "snd_nxt": zeros, "high_tx": zeros, "recover": zeros,
                 "recover_active": jnp.zeros(n, bool),
@@ -287,6 +292,7 @@ class TCP(ExactProtocol, FieldSettings):
         timer = jnp.where(restart, jnp.where(left, on_grid(now + rto), jnp.inf), s["timer"])
         timer = jnp.where(opened, jnp.inf, timer)
         return {**s, "phase": jnp.where(opened, 2, phase), "syn_at": jnp.where(opened, jnp.inf, s["syn_at"]),
+                "ack_due": s["ack_due"] | (opened & self.handshake_ack),
                 "snd_una": snd_una, "snd_nxt": snd_nxt, "recover": recover, "recover_active": recover_active,
                 "cwnd": cwnd, "ssthresh": ssthresh, "state": state, "dupacks": dupacks, "sacked": sacked,
                 "head_lost": head_lost, "rtx": rtx, "rtx_seq": rtx_seq, "first_partial": first_partial,
@@ -298,21 +304,23 @@ class TCP(ExactProtocol, FieldSettings):
         room = s["cwnd"] - self._pipe(s) * params.segment >= params.segment
         within = (s["snd_nxt"] - s["snd_una"]).astype(jnp.float64) < params.receive_window
         new_data = (s["snd_nxt"] < flows.size) & (now < flows.stop) & room & within
-        return s["syn_due"] | (established & (s["rtx"] | new_data))
+        return s["syn_due"] | s["ack_due"] | (established & (s["rtx"] | new_data))
 
     def send(self, s, params, flows, now, mask):
         syn = mask & s["syn_due"]
-        rtx = mask & ~syn & s["rtx"]
-        new = mask & ~syn & ~rtx
+        hs_ack = mask & ~syn & s["ack_due"]  # the handshake's ACK goes before any data
+        rtx = mask & ~syn & ~hs_ack & s["rtx"]
+        new = mask & ~syn & ~hs_ack & ~rtx
         seq = jnp.where(rtx, s["rtx_seq"], s["snd_nxt"])
         snd_nxt = s["snd_nxt"] + new
         high_tx = jnp.maximum(s["high_tx"], snd_nxt)
         data = rtx | new
         resent = rtx | (new & (s["snd_nxt"] < s["high_tx"]))
         timer = jnp.where(data & jnp.isinf(s["timer"]), on_grid(now + s["rto"]), s["timer"])
-        packet = Packet(kind=jnp.where(syn, SYN, DATA).astype(jnp.int32), seq=seq.astype(jnp.int32),
+        kind = jnp.where(syn, SYN, jnp.where(hs_ack, HANDSHAKE_ACK, DATA))
+        packet = Packet(kind=kind.astype(jnp.int32), seq=seq.astype(jnp.int32),
                         header=jnp.zeros((mask.shape[0], 0)))
-        return {**s, "syn_due": s["syn_due"] & ~syn, "syn_at": jnp.where(syn, on_grid(now + s["syn_wait"]), s["syn_at"]),
+        return {**s, "syn_due": s["syn_due"] & ~syn, "ack_due": s["ack_due"] & ~hs_ack, "syn_at": jnp.where(syn, on_grid(now + s["syn_wait"]), s["syn_at"]),
                 "snd_nxt": snd_nxt, "high_tx": high_tx, "rtx": s["rtx"] & ~rtx, "timer": timer,
                 "retx_hi": jnp.where(resent, jnp.maximum(s["retx_hi"], seq + 1), s["retx_hi"]),
                 "retransmits": s["retransmits"] + resent, "syns": s["syns"] + syn}, packet
