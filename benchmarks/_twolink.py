@@ -123,6 +123,14 @@ def add_mss_option(parser, note: str = "") -> None:
                         help=f"the segment fluidcc's TCP windows count in, bytes (default: ns-3's, {NS3_MSS_BYTES}{note})")
 
 
+def add_handshake_option(parser) -> None:
+    """`--no-handshake-ack`: fluidcc's TCP leaves out the handshake's pure ACK (`TCP(handshake_ack=
+    False)`), as it did before it sent one; ns-3 always sends it."""
+    parser.add_argument("--no-handshake-ack", dest="handshake_ack", action="store_false",
+                        help="fluidcc's TCP does not answer the SYN-ACK with a pure ACK (ns-3 does; the tables "
+                             "measured before the ACK was sent were made so)")
+
+
 def seed_list(parser, text: str) -> list[int]:
     """The seeds of a `--seed-list` ("3,4"): distinct whole numbers >= 0, else the parser's error
     naming the value."""

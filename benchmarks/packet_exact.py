@@ -59,7 +59,7 @@ from fluidcc.packet.workloads import FlowTable, read_trace
 from fluidcc.units import mbps_to_pps
 
 from _harness import machine_info, timed, write_json
-from _twolink import NS3_ACK_BYTES, add_mss_option, ns3_replay, ns3_twolink, seed_list
+from _twolink import NS3_ACK_BYTES, add_handshake_option, add_mss_option, ns3_replay, ns3_twolink, seed_list
 
 HERE = Path(__file__).resolve().parent
 BOTTLENECK_PPS = mbps_to_pps(100.0)
@@ -174,7 +174,8 @@ def run_shortflows(args, seeds) -> int:
                                            r["bottleneck"]["run"]["packets_arrived"],
                                            r["bottleneck"]["run"]["packets_forwarded"], r["recoveries"] + r["timeouts"],
                                            r["timeouts"]), "wall_s": r["wall_s"]})
-    run, wall = timed(lambda: simulate_exact(net, TCP(initial_window=10, min_rto_s=1.0, mss_bytes=args.mss), tables,
+    run, wall = timed(lambda: simulate_exact(net, TCP(initial_window=10, min_rto_s=1.0, mss_bytes=args.mss,
+                                                                  handshake_ack=args.handshake_ack), tables,
                                              duration_s=args.duration + args.drain, seeds=seeds,
                                              sample_s=args.duration / 1000.0 * 1.0))
     ours = []
@@ -191,6 +192,7 @@ def run_shortflows(args, seeds) -> int:
     forwarded = float(run.link_accepted.sum())
     ns3_rate = sum(t.get("wall_s", np.nan) for t in theirs)
     result = {"machine": machine_info(extras=()), "scenario": "shortflows", "load": args.load, "mss_bytes": args.mss,
+              "handshake_ack": args.handshake_ack,
               "duration_s": args.duration, "drain_s": args.drain, "seeds": seeds,
               "fluidcc": {"runs": ours, "wall_s": wall, "engine_wall_s": run.attrs["wall_s"],
                           "packets_per_s": forwarded / run.attrs["wall_s"],
@@ -232,7 +234,8 @@ def run_twolink(args, seeds) -> int:
         second = r["links"][1]["run"]
         row["l2_copies"] = 1.0 - second["goodput_utilization"] / second["utilization"]
         theirs.append(row)
-    tcp = TCP(limited_transmit=False, ack_bytes=40.0 if args.fixed_ack_delay else NS3_ACK_BYTES, mss_bytes=args.mss)
+    tcp = TCP(limited_transmit=False, ack_bytes=40.0 if args.fixed_ack_delay else NS3_ACK_BYTES, mss_bytes=args.mss,
+              handshake_ack=args.handshake_ack)
     run, wall = timed(lambda: simulate_exact(net, tcp, tables, duration_s=args.duration, seeds=seeds))
     ours = []
     for k, table in enumerate(tables):
@@ -255,7 +258,7 @@ def run_twolink(args, seeds) -> int:
     names = [k for k in theirs[0] if k != "wall_s"]
     result = {"machine": machine_info(extras=()), "scenario": "twolink", "stagger_s": args.stagger,
               "duration_s": args.duration, "seeds": seeds, "ack_links": not args.fixed_ack_delay,
-              "mss_bytes": args.mss,
+              "mss_bytes": args.mss, "handshake_ack": args.handshake_ack,
               "fluidcc": {"runs": ours, "wall_s": wall, "engine_wall_s": run.attrs["wall_s"],
                           "statuses": sorted({int(x) for x in run.status.values})},
               "ns3": {"runs": theirs, "wall_s": sum(t["wall_s"] for t in theirs)},
@@ -284,10 +287,12 @@ def merge_twolink(paths: list[str], out: str) -> int:
             raise SystemExit(f"--merge: {path} lacks {', '.join(missing)}; parts are written by --seed-list")
         parts.append(part)
     for path, part in zip(paths, parts):
-        for key in (*keys, "mss_bytes"):  # parts written before --mss have none (their MSS was 1000)
+        # parts written before --mss have no MSS (theirs was 1000), before --no-handshake-ack no
+        # handshake_ack (they sent none): such parts merge only with their like
+        for key in (*keys, "mss_bytes", "handshake_ack"):
             if part.get(key) != parts[0].get(key):
                 raise SystemExit(f"--merge: {path} has {key} = {part.get(key)!r}, {paths[0]} {parts[0].get(key)!r}; "
-                                 "parts must share the scenario, stagger, duration, ACK path and MSS")
+                                 "parts must share the scenario, stagger, duration, ACK path, MSS and handshake ACK")
     seeds = [s for part in parts for s in part["seeds"]]
     if len(set(seeds)) != len(seeds):
         raise SystemExit(f"--merge: seeds {sorted(seeds)} repeat; each seed must come from one part")
@@ -297,7 +302,7 @@ def merge_twolink(paths: list[str], out: str) -> int:
     ours, theirs = [ours[k] for k in order], [theirs[k] for k in order]
     names = [k for k in theirs[0] if k != "wall_s"]
     result = {"machine": parts[0]["machine"], **{k: parts[0][k] for k in keys}, "mss_bytes": parts[0].get("mss_bytes"),
-              "seeds": sorted(seeds),
+              "handshake_ack": parts[0].get("handshake_ack"), "seeds": sorted(seeds),
               "parts": [str(p) for p in paths],
               "fluidcc": {"runs": ours, "wall_s": sum(p["fluidcc"]["wall_s"] for p in parts),
                           "engine_wall_s": sum(p["fluidcc"]["engine_wall_s"] for p in parts),
@@ -338,6 +343,7 @@ def main() -> int:
                         help="twolink: join the results of parts (each written by --seed-list) into one "
                              "comparison over all their seeds, written to --out; nothing is simulated")
     add_mss_option(parser, note="; the tables measured before this option used the packet size, 1000")
+    add_handshake_option(parser)
     parser.add_argument("--out", default=str(HERE / "packet_exact.json"))
     args = parser.parse_args()
     if args.merge:
@@ -353,12 +359,12 @@ def main() -> int:
         return run_twolink(args, seeds)
     tables = [FlowTable(np.random.default_rng(s).uniform(0.0, 1.0, args.flows), np.full(args.flows, np.inf),
                         route=np.arange(args.flows)) for s in seeds]
-    run, wall = timed(lambda: simulate_exact(network(args.flows), TCP(limited_transmit=False, mss_bytes=args.mss), tables,
-                                             duration_s=args.duration, seeds=seeds))
+    tcp = TCP(limited_transmit=False, mss_bytes=args.mss, handshake_ack=args.handshake_ack)
+    run, wall = timed(lambda: simulate_exact(network(args.flows), tcp, tables, duration_s=args.duration, seeds=seeds))
     ours = figures_of(run, args.duration)
     forwarded = sum(o["forwarded"] for o in ours)
     result = {"machine": machine_info(extras=()), "flows": args.flows, "duration_s": args.duration, "seeds": seeds,
-              "mss_bytes": args.mss,
+              "mss_bytes": args.mss, "handshake_ack": args.handshake_ack,
               "fluidcc": {"runs": ours, "wall_s": wall, "engine_wall_s": run.attrs["wall_s"],
                           "step_s": run.attrs["step_s"], "packets_per_s": forwarded / run.attrs["wall_s"]}}
     print(f"fluidcc exact engine: {len(seeds)} runs, {forwarded:,.0f} packets forwarded in {run.attrs['wall_s']:.1f} s "

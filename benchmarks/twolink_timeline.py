@@ -35,7 +35,7 @@ from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import TCP
 
 from _harness import machine_info, write_json
-from _twolink import NS3_ACK_BYTES, add_mss_option, ns3_replay, ns3_twolink, seed_list
+from _twolink import NS3_ACK_BYTES, add_handshake_option, add_mss_option, ns3_replay, ns3_twolink, seed_list
 
 HERE = Path(__file__).resolve().parent
 
@@ -51,6 +51,7 @@ def main() -> int:
     parser.add_argument("--fixed-ack-delay", action="store_true",
                         help="ACKs return over a fixed delay, not across the links' reverses as in ns-3")
     add_mss_option(parser)
+    add_handshake_option(parser)
     parser.add_argument("--drop-bins", action="store_true",
                         help="compare each link's drops per millisecond: the first that differs")
     parser.add_argument("--capacity-ppm", default="0,0",
@@ -78,7 +79,8 @@ def main() -> int:
                 link, capacity_pps=link.capacity_pps * (1.0 + 1e-6 * ppm[0 if link.name.startswith("l1") else 1]))
                 for link in network.links), network.flows)
         tables = [ns3_replay(r)[1] for r in theirs]
-        tcp = TCP(limited_transmit=False, ack_bytes=40.0 if args.fixed_ack_delay else NS3_ACK_BYTES, mss_bytes=args.mss)
+        tcp = TCP(limited_transmit=False, ack_bytes=40.0 if args.fixed_ack_delay else NS3_ACK_BYTES, mss_bytes=args.mss,
+                  handshake_ack=args.handshake_ack)
         run = simulate_exact(network, tcp, tables, duration_s=until, seeds=seeds,
                              receiver_runs=args.receiver_runs, sample_s=0.001 if args.drop_bins else None)
         run_attrs = dict(run.attrs)
@@ -115,6 +117,7 @@ def main() -> int:
             if args.drop_bins:
                 row["drop_bins"] = drop_bins(r, v)
     write_json(args.out, {"machine": machine_info(extras=()), "stagger_s": args.stagger, "seeds": seeds, "mss_bytes": args.mss,
+                          "handshake_ack": args.handshake_ack,
                           "capacity_ppm": ppm,
                           "ack_links": not args.fixed_ack_delay,
                           "receiver_runs": run_attrs.get("receiver_runs"), "runs": rows},
