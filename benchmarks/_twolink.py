@@ -120,7 +120,8 @@ def add_mss_option(parser, note: str = "") -> None:
         return value
 
     parser.add_argument("--mss", type=whole_bytes, default=NS3_MSS_BYTES,
-                        help=f"the segment fluidcc's TCP windows count in, bytes (default: ns-3's, {NS3_MSS_BYTES}{note})")
+                        help=f"the segment fluidcc's TCP windows count in, bytes "
+                             f"(default: ns-3's, {NS3_MSS_BYTES}{note})")
 
 
 def add_handshake_option(parser) -> None:

@@ -174,9 +174,8 @@ def run_shortflows(args, seeds) -> int:
                                            r["bottleneck"]["run"]["packets_arrived"],
                                            r["bottleneck"]["run"]["packets_forwarded"], r["recoveries"] + r["timeouts"],
                                            r["timeouts"]), "wall_s": r["wall_s"]})
-    run, wall = timed(lambda: simulate_exact(net, TCP(initial_window=10, min_rto_s=1.0, mss_bytes=args.mss,
-                                                                  handshake_ack=args.handshake_ack), tables,
-                                             duration_s=args.duration + args.drain, seeds=seeds,
+    tcp = TCP(initial_window=10, min_rto_s=1.0, mss_bytes=args.mss, handshake_ack=args.handshake_ack)
+    run, wall = timed(lambda: simulate_exact(net, tcp, tables, duration_s=args.duration + args.drain, seeds=seeds,
                                              sample_s=args.duration / 1000.0 * 1.0))
     ours = []
     for k, table in enumerate(tables):

@@ -397,8 +397,8 @@ class PacketPool(_Record):
 
     time: when it reaches its next place (s; inf: not before the end). place: a link index, L (the
     sender, for ACKs), L + 1 (at the receiver, parked after the end) or FREE. flow, hop (index on
-    its route or reverse route), kind (DATA, ACK, SYN, SYNACK, HANDSHAKE_ACK), seq (data: its sequence number;
-    ACKs: the cumulative ACK), sent (data: send time; ACKs: the echoed timestamp), header (P, K)."""
+    its route or reverse route), kind (DATA, ACK, SYN, SYNACK, HANDSHAKE_ACK), seq (data: its
+    sequence number; ACKs: the cumulative ACK), sent (data: send time; ACKs: the echoed timestamp), header (P, K)."""
 
     time: jax.Array
     place: jax.Array
@@ -734,6 +734,11 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         return c.replace(counters=c.counters.replace(clock=now))
 
     # ------------------------------------------------------------------ stage 2: one link
+    def release(free, p, mask):
+        """Pool slot p back on the free stack where `mask` (a packet dropped, or ended at its receiver)."""
+        return FreeSlots(stack=free.stack.at[jnp.where(mask, free.top, P)].set(p, mode="drop"),
+                         top=free.top + mask.astype(jnp.int32))
+
     def waiting_at(links, l, t):
         """Packets waiting at link l at time t (admitted, service not started; FIFO starts)."""
         acc = links.accepted[l]
@@ -753,15 +758,13 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         """Data or a SYN (pool slot p, flow f) reaches its receiver at `now` where `valid`: the ACK
         goes back; a handshake ACK ends there (its slot is freed). (Masked writes, not a branch: a
         branch would copy the state.)"""
-        pool, rx, counters, free = c.pool, c.receivers, c.counters, c.free
+        pool, rx, counters = c.pool, c.receivers, c.counters
         kind, seq = pool.kind[p], pool.seq[p]
         is_data = valid & (kind == DATA)
         ends = valid & (kind == HANDSHAKE_ACK)
         fd = jnp.where(is_data, f, F)  # writes of the receiver: dropped unless data arrived
         pv = jnp.where(valid & ~ends, p, P)
         pe = jnp.where(ends, p, P)
-        free = FreeSlots(stack=free.stack.at[jnp.where(ends, free.top, P)].set(p, mode="drop"),
-                         top=free.top + ends.astype(jnp.int32))
         rx_after, dups, discarded = _receive_one(rx, f, F, is_data, seq)
         # the echoed timestamp (RFC 7323's TS.Recent): the send time of the last segment that arrived
         # in order (a duplicate ACK echoes it, an ACK of a hole's repair echoes the repair's)
@@ -775,7 +778,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                                     duplicates=counters.duplicates.at[fd].add(dups, mode="drop"),
                                     discarded=counters.discarded.at[fd].add(discarded, mode="drop"),
                                     last_delivered=counters.last_delivered.at[fd].set(now, mode="drop"),
-                                    handshake_acks=counters.handshake_acks.at[jnp.where(ends, f, F)].add(1, mode="drop"),
+                                    handshake_acks=counters.handshake_acks.at[jnp.where(ends, f, F)].add(
+                                        1, mode="drop"),
                                     finish=counters.finish.at[jnp.where(done, f, F)].set(now, mode="drop"))
         through = reverse_length[f] > 0
         pool = pool.replace(kind=pool.kind.at[pv].set(jnp.where(kind == DATA, ACK, SYNACK), mode="drop"),
@@ -783,8 +787,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                             sent=pool.sent.at[pv].set(echo, mode="drop"),
                             place=pool.place.at[pv].set(jnp.where(through, reverse[f, 0], L), mode="drop"),
                             time=pool.time.at[pv].set(jnp.where(through, now, on_grid(now + back[f])), mode="drop"))
-        pool = pool.replace(place=pool.place.at[pe].set(FREE, mode="drop"), time=pool.time.at[pe].set(jnp.inf, mode="drop"))
-        return c.replace(pool=pool, receivers=rx, counters=counters, free=free)
+        pool = pool.replace(place=pool.place.at[pe].set(FREE, mode="drop"),
+                            time=pool.time.at[pe].set(jnp.inf, mode="drop"))
+        return c.replace(pool=pool, receivers=rx, counters=counters, free=release(c.free, p, ends))
 
     def link_stage(c, l, t1):
         """Link l takes its arrivals of the step one by one in the order (time, flow, kind, seq), and
@@ -886,11 +891,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             counters = counters.replace(
                 dropped=counters.dropped.at[jnp.where(drop & (kind == DATA), f, F)].add(1, mode="drop"),
                 control_dropped=counters.control_dropped.at[jnp.where(drop & (kind != DATA), f, F)].add(1, mode="drop"))
-            free = c.free
-            free = FreeSlots(stack=free.stack.at[jnp.where(drop, free.top, P)].set(p, mode="drop"),
-                             top=free.top + drop.astype(jnp.int32))
             c = c.replace(pool=pool, links=links, bins=bins, router=router, observed=observed, counters=counters,
-                          free=free)
+                          free=release(c.free, p, drop))
             c = receive(c, p, f, reach, in_time)
             return c, i + on_packet.astype(jnp.int32), key
 

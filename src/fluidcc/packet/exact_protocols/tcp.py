@@ -145,8 +145,8 @@ class TCP(ExactProtocol, FieldSettings):
     def init(self, params: TCPParams, flows, key):
         n = flows.start.shape[0]
         zeros = jnp.zeros(n, jnp.int32)
-        return {"phase": zeros, "syn_due": jnp.zeros(n, bool), "ack_due": jnp.zeros(n, bool), "syn_at": jnp.full(n, jnp.inf),
-                "syn_wait": jnp.full(n, params.syn_timeout),
+        return {"phase": zeros, "syn_due": jnp.zeros(n, bool), "ack_due": jnp.zeros(n, bool),
+                "syn_at": jnp.full(n, jnp.inf), "syn_wait": jnp.full(n, params.syn_timeout),
                 "snd_una": zeros, "snd_nxt": zeros, "high_tx": zeros, "recover": zeros,
                 "recover_active": jnp.zeros(n, bool),
                 "cwnd": jnp.full(n, params.initial_window), "ssthresh": jnp.full(n, _UNLIMITED),
@@ -320,7 +320,8 @@ class TCP(ExactProtocol, FieldSettings):
         kind = jnp.where(syn, SYN, jnp.where(hs_ack, HANDSHAKE_ACK, DATA))
         packet = Packet(kind=kind.astype(jnp.int32), seq=seq.astype(jnp.int32),
                         header=jnp.zeros((mask.shape[0], 0)))
-        return {**s, "syn_due": s["syn_due"] & ~syn, "ack_due": s["ack_due"] & ~hs_ack, "syn_at": jnp.where(syn, on_grid(now + s["syn_wait"]), s["syn_at"]),
+        return {**s, "syn_due": s["syn_due"] & ~syn, "ack_due": s["ack_due"] & ~hs_ack,
+                "syn_at": jnp.where(syn, on_grid(now + s["syn_wait"]), s["syn_at"]),
                 "snd_nxt": snd_nxt, "high_tx": high_tx, "rtx": s["rtx"] & ~rtx, "timer": timer,
                 "retx_hi": jnp.where(resent, jnp.maximum(s["retx_hi"], seq + 1), s["retx_hi"]),
                 "retransmits": s["retransmits"] + resent, "syns": s["syns"] + syn}, packet
