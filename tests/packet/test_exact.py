@@ -228,7 +228,8 @@ def test_the_engine_state_is_a_typed_pytree():
     moved = jax.jit(lambda p: p.replace(seq=p.seq + 1))(pool)
     assert isinstance(moved, PacketPool) and float(moved.seq[0]) == 1.0 and float(pool.seq[0]) == 0.0
     assert [f.name for f in dataclasses.fields(EngineState)] == [
-        "pool", "free", "links", "bins", "receivers", "counters", "proto", "router", "observed", "status"]
+        "pool", "free", "links", "bins", "receivers", "counters", "proto", "router", "observed", "status", "lanes",
+        "outputs", "work"]
 
 
 def test_the_receivers_store_is_sized_from_the_links_that_carry_data():

@@ -159,17 +159,20 @@ def test_receivers_keep_every_hole_by_default_and_a_run_that_discards_says_so(mo
 
 
 @settings(deadline=None, max_examples=30)
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 11)), min_size=1, max_size=60))
-def test_the_shared_store_of_runs_is_each_receiver_s_set_of_packets(arrivals):
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 11)), min_size=1, max_size=60), st.booleans())
+def test_the_shared_store_of_runs_is_each_receiver_s_set_of_packets(arrivals, branch):
     """Data packets of three flows arrive in any order, repeats included, at receivers sharing one
     store of runs: after each arrival, each flow's next expected packet is the least it lacks, the
     packets it holds above that are what arrived there, repeats are counted as duplicates, and the
-    places in use are the runs (maximal stretches) of the held packets over all the flows."""
+    places in use are the runs (maximal stretches) of the held packets over all the flows, as
+    counted per flow too; with the short path for in-order data (`branch`, one run) or without
+    (a batch)."""
     n_flows, places = 3, 64
     rx = Receivers(rcv_nxt=jnp.zeros(n_flows, jnp.int32), ts_recent=jnp.zeros(n_flows),
                    run_flow=jnp.full(places, n_flows, jnp.int32), run_s=jnp.zeros(places, jnp.int32),
-                   run_e=jnp.zeros(places, jnp.int32), held=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32))
-    step = jax.jit(lambda rx, f, seq: _receive_one(rx, f, n_flows, jnp.asarray(True), seq))
+                   run_e=jnp.zeros(places, jnp.int32), held=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32),
+                   runs_of=jnp.zeros(n_flows, jnp.int32))
+    step = jax.jit(lambda rx, f, seq: _receive_one(rx, f, n_flows, jnp.asarray(True), seq, branch=branch))
     seen = [set() for _ in range(n_flows)]
     runs_peak = 0
     for f, seq in arrivals:
@@ -185,7 +188,7 @@ def test_the_shared_store_of_runs_is_each_receiver_s_set_of_packets(arrivals):
             above = {q for q in seen[g] if q > expected}
             assert held == above
             runs += sum(1 for q in above if q - 1 not in above)
-            assert int(mine.sum()) == sum(1 for q in above if q - 1 not in above)
+            assert int(mine.sum()) == sum(1 for q in above if q - 1 not in above) == int(rx.runs_of[g])
         assert int(rx.held) == runs
         runs_peak = max(runs_peak, runs)
         assert int(rx.peak) == runs_peak

@@ -17,7 +17,7 @@ import xarray as xr
 from .._version import stamp
 from ..errors import ParameterError
 from ..network import Network
-from .exact import STATUS, Flows, Plan, check_step, pool_size_for, receiver_runs_for, simulate_events
+from .exact import STATUS, Flows, Plan, check_step, lanes_for, pool_size_for, receiver_runs_for, simulate_events
 from .workloads import FlowTable
 
 
@@ -75,7 +75,8 @@ def _check_positive(name: str, value, allowed: str) -> float:
 
 def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] | None = None, *,
                    duration_s: float, step_s: float | None = None, seeds=(0,), sample_s: float | None = None,
-                   buffers=None, pool_size: int | None = None, receiver_runs: int | None = None) -> xr.Dataset:
+                   buffers=None, pool_size: int | None = None, receiver_runs: int | None = None,
+                   lanes: int | None = None) -> xr.Dataset:
     """Simulate `protocol` (a `fluidcc.packet.exact_protocols` protocol) on `network` with the exact
     engine, one run per seed, vmapped.
 
@@ -93,6 +94,13 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     `wall_s` is theirs together). Given, the store is that size.
     Data that would need one more run is counted in `discarded` and the sender must send it
     again; such a run differs from receivers that keep everything, and its status says so.
+    lanes: the flows a run simulates at once (`fluidcc.packet.exact.simulate_events`: a flow
+    holds a lane from its start until nothing of it is left; the cost of a step follows the
+    lanes, not the flows of the run). By default `lanes_for` the flow tables, and the runs again
+    with four times as many while a flow finds no lane (status 5), up to one lane per flow, where
+    none can be short (attribute `lanes`: the number used; `lanes_peak` per run: the most in use
+    at once). Given, that number: a run that needs more stops with status 5 and says how many
+    flows found no lane (`flows_without_lane`). No result depends on it.
 
     Returns a dataset over (run, flow) and (run, link): per flow packets sent, delivered, dropped
     and in flight at the end (sent = delivered + dropped + in flight, exactly), received,
@@ -126,13 +134,18 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
                                   or pool_size < 2):
         raise ParameterError("pool_size", pool_size, "a whole number >= 2 of packets and ACKs held at once")
     grow_pool = pool_size is None
-    pool = pool_size_for(plan, width) if grow_pool else int(pool_size)
+    pool = None if grow_pool else int(pool_size)
     grow_runs = receiver_runs is None
     if grow_runs:
         receiver_runs = receiver_runs_for(plan)
     elif isinstance(receiver_runs, bool) or not isinstance(receiver_runs, (int, np.integer)) or receiver_runs < 1:
         raise ParameterError("receiver_runs", receiver_runs,
                              "a whole number >= 1 of out-of-order runs the receivers hold at once")
+    if lanes is not None and (isinstance(lanes, bool) or not isinstance(lanes, (int, np.integer)) or lanes < 1):
+        raise ParameterError("lanes", lanes, "a whole number >= 1 of flows a run simulates at once")
+    grow_lanes = lanes is None
+    lane_count = (lanes_for(start, float(np.max(network.rtt_s)), width) if grow_lanes
+                  else int(min(lanes, width)))
     params = protocol.params(network, plan, tables)
     arrays = Flows(start=jnp.asarray(start), stop=jnp.asarray(stop), size=jnp.asarray(size))
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
@@ -141,7 +154,9 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     attempts = 0
     while True:
         attempts += 1
-        run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs))
+        if grow_pool and pool is None:
+            pool = pool_size_for(plan, lane_count)
+        run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs), lane_count, seeds.size)
         out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))
         # default stores grow (x4) until no run fills them; the runs again, from the start
         status = np.asarray(out["status"])
@@ -149,11 +164,16 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
             pool = min(4 * pool, MAX_POOL_SIZE)
         elif grow_runs and np.any(status == 4) and receiver_runs < MAX_RECEIVER_RUNS:
             receiver_runs = min(4 * int(receiver_runs), MAX_RECEIVER_RUNS)
+        elif grow_lanes and np.any(status == 5) and lane_count < width:
+            lane_count = min(4 * lane_count, width)
+            if grow_pool:
+                pool = max(pool, pool_size_for(plan, lane_count))
         else:
             break
     wall = time.perf_counter() - began
     dataset = _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool,
                        int(receiver_runs), out, wall)
+    dataset.attrs["lanes"] = lane_count
     dataset.attrs["attempts"] = attempts
     return dataset
 
@@ -173,20 +193,39 @@ def _forward_filled(values: np.ndarray) -> np.ndarray:
     return np.take_along_axis(values, index, axis=1)
 
 
-def _compiled(protocol, plan: Plan, duration: float, sample: float, pool: int, receiver_runs: int):
-    """The jitted, vmapped run for this protocol and plan (kept, so that JAX reuses its compilation
-    for every call of the same shapes; the step and the parameters are arguments)."""
-    key = (*compile_key(protocol, plan), duration, sample, pool, receiver_runs)
+def _compiled(protocol, plan: Plan, duration: float, sample: float, pool: int, receiver_runs: int, lanes: int,
+              runs: int):
+    """The jitted run for this protocol and plan, vmapped over the runs (kept, so that JAX reuses its
+    compilation for every call of the same shapes; the step and the parameters are arguments).
+    One run is not vmapped: a vmapped loop whose condition differs between runs selects its whole
+    state (the packet pool, the receivers' store) between old and new at every iteration, which
+    costs one run as much as a batch of them."""
+    key = (*compile_key(protocol, plan), duration, sample, pool, receiver_runs, lanes, runs == 1)
     if key not in _CACHE:
         if len(_CACHE) >= 32:
             _CACHE.pop(next(iter(_CACHE)))
 
-        def one(seed_key, flows_k, params, step):
+        def one(seed_key, flows_k, params, step, batch_axis=None):
             return simulate_events(protocol, plan, flows_k, params, seed_key, step, end_s=duration, sample_s=sample,
-                                   pool_size=pool, receiver_runs=receiver_runs)
+                                   pool_size=pool, receiver_runs=receiver_runs, lanes=lanes, batch_axis=batch_axis)
 
-        _CACHE[key] = jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)))
+        if runs == 1:
+            def single(seed_keys, flows, params, step):
+                take = lambda tree: jax.tree_util.tree_map(lambda a: a[0], tree)  # noqa: E731
+                out = one(take(seed_keys), take(flows), params, step)
+                return jax.tree_util.tree_map(lambda a: a[None], out)
+            _CACHE[key] = jax.jit(single)
+        else:
+            _CACHE[key] = jax.jit(jax.vmap(lambda k, f, p, s: one(k, f, p, s, batch_axis="runs"),
+                                           in_axes=(0, 0, None, None), axis_name="runs"))
     return _CACHE[key]
+
+
+def _message(status: int, short: int) -> str:
+    """A run's message: its status's, with the count of flows that found no lane for status 5."""
+    if status == 5:
+        return f"{short} flows found no free lane when they started and the run stopped there (raise lanes)"
+    return STATUS[status]
 
 
 def _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool, receiver_runs,
@@ -256,10 +295,16 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
         "receiver_runs_peak": (("run",), out["receiver_runs_peak"],
                                {"long_name": "most runs of out-of-order data the receivers held at once "
                                 "(of receiver_runs)"}),
+        "lanes_peak": (("run",), out["lanes_peak"], {"long_name": "most flows in a lane at once (of lanes)"}),
+        "flows_without_lane": (("run",), out["flows_without_lane"],
+                               {"long_name": "flows that found no free lane when they started (status 5)"}),
+        **{f"work_{name}": (("run",), value, {"long_name": f"engine work: {name.replace('_', ' ')}"})
+           for name, value in out["work"].items()},
         "status": (("run",), status, {"long_name": "0: ok; see message"}),
-        "message": (("run",), np.array([STATUS[int(s)] for s in status]), {}),
+        "message": (("run",), np.array([_message(int(s), int(n)) for s, n in zip(status, out["flows_without_lane"])]),
+                    {}),
     }
-    for name, value in protocol.report(out["protocol"]).items():
+    for name, value in out["protocol"].items():
         data[name] = (per, np.asarray(value), {"source": "protocol", "units": "events"})
     for name, value in protocol.observe(out["router"], None).items():
         data[name] = (("run", "link"), np.asarray(value), {"source": "router", "long_name": "at the end of the run"})

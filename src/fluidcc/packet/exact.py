@@ -63,7 +63,9 @@ FREE = -1
 STATUS = {0: "ok", 1: "the packet pool was full: a packet could not be sent (raise pool_size)",
           2: "a step needed more iterations than allowed: a sender kept sending at one instant",
           3: f"more than {1024} events at one instant at one stage",
-          4: "the receivers had more out-of-order runs than their store holds and discarded data (raise receiver_runs)"}
+          4: "the receivers had more out-of-order runs than their store holds and discarded data (raise receiver_runs)",
+          5: "more flows were active at once than the run has lanes: flows found no lane and the run stopped "
+             "(raise lanes)"}
 _BIG = np.iinfo(np.int64).max  # above every tie-break key
 _NONE = np.iinfo(np.int32).max // 4  # an empty out-of-order run starts here
 #: The grid every event time is rounded to (s): 2^-32 s, about 0.23 ns (ns-3 keeps whole ns).
@@ -109,6 +111,8 @@ def default_buffers(network: Network) -> np.ndarray:
 #: Most events a stage takes in one chunk (a chunk is sorted once; a sort of the whole pool costs
 #: more on a CPU than the rest of a step).
 CHUNK = 1024
+#: The largest ring (places) whose waiting packets are counted by a scan rather than a bisection.
+RING_SCAN = 1 << 13
 #: Most sender actions (an event handled or a packet sent) per flow in one step.
 MOST_ACTIONS = 1 << 20
 
@@ -372,11 +376,22 @@ class ExactProtocol:
 
 
 class Flows(NamedTuple):
-    """Per simulated flow: start and stop times (s; stop may be inf), size in packets (inf: no end)."""
+    """Per simulated flow: start and stop times (s; stop may be inf), size in packets (inf: no end).
+
+    The engine hands a protocol these arrays over its *lanes*, not over the flows of the run: a
+    lane holds one flow at a time and is given to a later flow once nothing of its flow remains
+    (`simulate_events`). index: each lane's flow, as its place in the run's flow table (None: lane
+    k is flow k); a protocol takes per-flow parameters and random streams by it (`flow_index`)."""
 
     start: jax.Array
     stop: jax.Array
     size: jax.Array
+    index: Any = None
+
+
+def flow_index(flows: Flows) -> jax.Array:
+    """Each lane's flow index in the run (`Flows.index`; lane k is flow k where it is None)."""
+    return jnp.arange(flows.start.shape[0]) if flows.index is None else flows.index
 
 
 # ------------------------------------------------------------------------------- engine state
@@ -451,6 +466,7 @@ class Receivers(_Record):
     run_e: jax.Array
     held: jax.Array
     peak: jax.Array
+    runs_of: jax.Array  # per flow (F): the runs it holds in the store
 
 
 @jax.tree_util.register_dataclass
@@ -492,36 +508,131 @@ class EngineState(_Record):
     router: Any
     observed: dict
     status: jax.Array
+    lanes: "LaneTable"
+    outputs: "Outputs"
+    work: "Work"
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Work(_Record):
+    """What a run's engine did (the profile's units): steps, rounds of the senders' stage and the
+    iterations of their loop (each moves every sender by one action), rounds of the link stages
+    (a round sorts a chunk of a link's events) and their iterations (one event each: a packet or a
+    router timer)."""
+
+    steps: jax.Array
+    sender_rounds: jax.Array
+    sender_iterations: jax.Array
+    link_rounds: jax.Array
+    link_iterations: jax.Array
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class LaneTable(_Record):
+    """Which flow each lane holds (flow: its index in the run; the number of flows: none), how many
+    flows (in the order of their start times) have had a lane (given), the most flows at once
+    that found no lane (short) and the most lanes in use at once (peak)."""
+
+    flow: jax.Array
+    given: jax.Array
+    short: jax.Array
+    peak: jax.Array
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Outputs(_Record):
+    """Per flow of the run: its counters, in-order data received and protocol report, written
+    when its lane is freed and, for the flows still in a lane, at the end."""
+
+    counters: FlowCounters
+    received: jax.Array
+    report: dict
 
 
 # ------------------------------------------------------------------------------- the engine
-def _receive_one(rx: Receivers, f, n_flows: int, valid, seq):
+class _Arrival(NamedTuple):
+    """What a data packet's arrival does to its receiver (scalars): the next sequence number
+    expected, up to two places of the store freed (their index, or the store's size: none), the
+    place a run is written to and the run [start, end), whether the packet is a duplicate, the
+    packets discarded and the change in runs held."""
+
+    rcv_nxt: jax.Array
+    free_1: jax.Array
+    free_2: jax.Array
+    write_at: jax.Array
+    start: jax.Array
+    end: jax.Array
+    duplicate: jax.Array
+    discarded: jax.Array
+    change: jax.Array
+
+
+def _receive_one(rx: Receivers, f, n_flows: int, valid, seq, branch: bool = True):
     """Data packet `seq` of flow f reaches its receiver where `valid` (else nothing changes).
-    Returns (receivers, duplicates, discarded): the packet is in order (it and the runs it reaches
+    Returns (receivers, duplicates, discarded): the packet is in order (it and the run it reaches
     are acknowledged), a duplicate, or held out of order, merged with the runs it touches; where
-    no place is free it is discarded (counted; the run's status says so)."""
+    no place is free it is discarded (counted; the run's status says so). What the arrival does is
+    worked out first (`_arrival_any`, a search of the store; with `branch`, a flow that holds no
+    run and whose packet is in order or below it skips the search, `_arrival_in_order`), then
+    written (scalars out of the branch: the store is written in place, never copied)."""
+    if branch:
+        easy = ~valid | ((rx.runs_of[f] == 0) & (seq <= rx.rcv_nxt[f]))
+        arrival = jax.lax.cond(easy, _arrival_in_order, _arrival_any, rx, f, n_flows, valid, seq)
+    else:
+        arrival = _arrival_any(rx, f, n_flows, valid, seq)
+    m = rx.run_flow.shape[0]
+    at = jnp.where(arrival.write_at < m, arrival.write_at, m)
+    run_flow = rx.run_flow.at[arrival.free_1].set(n_flows, mode="drop").at[arrival.free_2].set(n_flows, mode="drop")
+    held = rx.held + arrival.change
+    rx = rx.replace(rcv_nxt=rx.rcv_nxt.at[jnp.where(valid, f, n_flows)].set(arrival.rcv_nxt, mode="drop"),
+                    run_flow=run_flow.at[at].set(f, mode="drop"), run_s=rx.run_s.at[at].set(arrival.start, mode="drop"),
+                    run_e=rx.run_e.at[at].set(arrival.end, mode="drop"), held=held, peak=jnp.maximum(rx.peak, held),
+                    runs_of=rx.runs_of.at[jnp.where(valid, f, n_flows)].add(arrival.change, mode="drop"))
+    return rx, arrival.duplicate.astype(jnp.int32), arrival.discarded
+
+
+def _arrival_in_order(rx: Receivers, f, n_flows: int, valid, seq) -> _Arrival:
+    """`_arrival_any` for a flow that holds no run, its packet in order or a duplicate below it."""
+    old = rx.rcv_nxt[f]
+    none = jnp.asarray(rx.run_flow.shape[0], jnp.int32)
+    zero = jnp.asarray(0, jnp.int32)
+    return _Arrival(rcv_nxt=jnp.where(valid & (seq == old), seq + 1, old), free_1=none, free_2=none, write_at=none,
+                    start=zero, end=zero, duplicate=valid & (seq < old), discarded=zero, change=zero)
+
+
+def _arrival_any(rx: Receivers, f, n_flows: int, valid, seq) -> _Arrival:
+    """What data packet [s, s + 1) does at its receiver, in every case. The runs a flow holds are
+    disjoint, do not touch and lie above its next expected packet, so a packet that is not a
+    duplicate touches at most the run that ends at s and the run that starts at s + 1: in order, it
+    takes the one above with it; ahead, it merges with both into one run, written where the one
+    above was (else the one below, else the first free place)."""
+    m = rx.run_flow.shape[0]
+    none = jnp.asarray(m, jnp.int32)
     mine = valid & (rx.run_flow == f)
     old = rx.rcv_nxt[f]
     s, e = seq, seq + 1
-    duplicate = (s < old) | jnp.any(mine & (rx.run_s <= s) & (s < rx.run_e))
+    duplicate = valid & ((s < old) | jnp.any(mine & (rx.run_s <= s) & (s < rx.run_e)))
     in_order = valid & (s == old)
-    absorbed = in_order & mine & (rx.run_s <= e)  # runs never touch: at most the one starting at e
-    new_nxt = jnp.where(in_order, jnp.maximum(e, jnp.max(jnp.where(absorbed, rx.run_e, 0))), old)
     ahead = valid & (s > old) & ~duplicate
-    touch = ahead & mine & (rx.run_s <= e) & (rx.run_e >= s)
-    ms = jnp.minimum(s, jnp.min(jnp.where(touch, rx.run_s, _NONE)))
-    me = jnp.maximum(e, jnp.max(jnp.where(touch, rx.run_e, 0)))
-    freed = absorbed | touch
-    run_flow = jnp.where(freed, n_flows, rx.run_flow)
-    free = run_flow == n_flows
-    place = jnp.argmax(free)
-    write = ahead & free[place]
-    at = jnp.where(write, place, run_flow.shape[0])
-    held = rx.held - jnp.sum(freed, dtype=jnp.int32) + write.astype(jnp.int32)
-    rx = rx.replace(rcv_nxt=rx.rcv_nxt.at[jnp.where(valid, f, n_flows)].set(new_nxt, mode="drop"),
-                    run_flow=run_flow.at[at].set(f, mode="drop"), run_s=rx.run_s.at[at].set(ms, mode="drop"),
-                    run_e=rx.run_e.at[at].set(me, mode="drop"), held=held, peak=jnp.maximum(rx.peak, held))
-    return rx, (valid & duplicate).astype(jnp.int32), jnp.where(ahead & ~write, me - ms, 0)
+    above, below = mine & (rx.run_s == e), mine & (rx.run_e == s)
+    a, b = jnp.argmax(above).astype(jnp.int32), jnp.argmax(below).astype(jnp.int32)
+    has_a, has_b = (in_order | ahead) & above[a], ahead & below[b]
+    free = rx.run_flow == n_flows
+    first_free = jnp.argmax(free).astype(jnp.int32)
+    write = ahead & (has_a | has_b | free[first_free])
+    start = jnp.where(has_b, rx.run_s[b], s)
+    end = jnp.where(has_a, rx.run_e[a], e)
+    touched = has_a.astype(jnp.int32) + has_b.astype(jnp.int32)  # runs taken in, or merged and written again
+    return _Arrival(rcv_nxt=jnp.where(in_order, end, old),
+                    free_1=jnp.where(in_order & has_a, a, none),
+                    free_2=jnp.where(ahead & has_a & has_b, b, none),
+                    write_at=jnp.where(write, jnp.where(has_a, a, jnp.where(has_b, b, first_free)), none),
+                    start=start, end=end, duplicate=duplicate,
+                    discarded=jnp.where(ahead & ~write, end - start, 0).astype(jnp.int32),
+                    change=write.astype(jnp.int32) - touched)
 
 
 def receiver_runs_for(plan: Plan) -> int:
@@ -550,23 +661,123 @@ def pool_size_for(plan: Plan, flows_width: int) -> int:
     return 1 << int(math.ceil(math.log2(need)))
 
 
+class LaneView(NamedTuple):
+    """What the stages of a step read of each lane's flow (arrays over lanes): its `Flows` (with
+    its index in the run), route and reverse route (link indices, -1 past the end) and their
+    lengths, the fixed delay of its ACKs (back), its access delay and its interface's rate (bytes/s)."""
+
+    flows: Flows
+    index: jax.Array
+    route: jax.Array
+    reverse: jax.Array
+    route_length: jax.Array
+    reverse_length: jax.Array
+    back: jax.Array
+    access: jax.Array
+    interface: jax.Array
+
+
+def _fresh_counters(n: int) -> FlowCounters:
+    zeros = jnp.zeros(n, jnp.int32)
+    return FlowCounters(sent=zeros, delivered=zeros, dropped=zeros, duplicates=zeros, discarded=zeros,
+                        control_dropped=zeros, packets_sent=zeros, acks_received=zeros, handshake_acks=zeros,
+                        first_sent=jnp.full(n, jnp.nan), finish=jnp.full(n, jnp.nan),
+                        last_delivered=jnp.full(n, jnp.nan), nic_free=jnp.zeros(n), clock=jnp.full(n, -jnp.inf))
+
+
+def _where_lanes(mask, new, old):
+    """Pytree `new` where `mask` (over lanes, the leading axis of every leaf), else `old`."""
+    def pick(a, b):
+        if a.ndim == 0 or a.shape[0] != mask.shape[0]:
+            raise ValueError("a protocol's state must be arrays over the lanes (leading axis); found a leaf of "
+                             f"shape {a.shape} for {mask.shape[0]} lanes")
+        return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+    return jax.tree_util.tree_map(pick, new, old)
+
+
+def lanes_for(starts: np.ndarray, rtt_s: float, n_flows: int) -> int:
+    """The default number of lanes of a run whose flows start at `starts` (s, one row per run; inf:
+    padding): the most flows that start within any window of 4 round trips (the largest), doubled and
+    rounded up to a power of two (at least 64), and at most the flows of the widest run. A flow
+    holds its lane from its start until nothing of it is left (its last ACK, its last timer), so
+    this is a guess at how many overlap, not a bound; a run that needs more has status 5 and
+    `simulate_exact` runs it again with four times the lanes. (A guess close to the need pays:
+    the senders' stage works over every lane at each of its iterations.)"""
+    window = 4.0 * float(rtt_s)
+    most = 1
+    for row in np.atleast_2d(starts):
+        t = np.sort(row[np.isfinite(row)])
+        if t.size:
+            most = max(most, int(np.max(np.searchsorted(t, t + window, side="left") - np.arange(t.size))))
+    return int(min(n_flows, max(64, 1 << int(math.ceil(math.log2(2 * most))))))
+
+
 def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, key, step_s, *, end_s: float,
-                    sample_s: float, pool_size: int, receiver_runs: int | None = None):
+                    sample_s: float, pool_size: int, receiver_runs: int | None = None, lanes: int | None = None,
+                    batch_axis: str | None = None):
     """One run (jit and vmap it for batches; `step_s` may be traced). Returns a dict of JAX arrays.
-    receiver_runs: places for out-of-order runs, shared by the receivers (default: `receiver_runs_for`)."""
+    receiver_runs: places for out-of-order runs, shared by the receivers (default: `receiver_runs_for`).
+
+    **Lanes.** The senders, receivers and counters work over `lanes` lanes (default: one per flow),
+    not over the flows of the run, so that a step costs what its active flows and packets cost,
+    not what every flow of the run would. At the start of each step the engine frees every lane
+    whose flow is over -- no own event to come (`next_time` inf), nothing ready to send, no packet
+    or ACK of it in the network, no out-of-order data held for it -- and writes that flow's
+    counters and protocol report to the run's per-flow outputs; then it gives the flows that start
+    in the step, in the order of their start times, a free lane each, with a fresh protocol state
+    (`init`). Nothing else of a flow depends on its lane (the total order breaks ties by the
+    flow's index in the run), so no result depends on the number of lanes. A flow that finds no
+    free lane stops the run with status 5, `flows_without_lane` counting the flows that found none.
+
+    batch_axis: the name of the vmap axis when the function is vmapped over runs (None: one run).
+    The loops that take one event at a time then run until every run of the batch is done, each
+    run masked by its own condition (`event_loop`).
+    """
     receiver_runs = receiver_runs_for(plan) if receiver_runs is None else receiver_runs
-    F, L, K, P, R = plan.n_flows, plan.n_links, protocol.header_size, pool_size, plan.ring
+    N = plan.n_flows
+    F = N if lanes is None else int(lanes)
+    L, K, P, R = plan.n_links, protocol.header_size, pool_size, plan.ring
     S = min(P, CHUNK)
     n_bins = int(math.ceil(end_s / sample_s - 1e-12))
-    route, reverse = jnp.asarray(plan.route), jnp.asarray(plan.reverse)
-    route_length, reverse_length = jnp.asarray(plan.route_length), jnp.asarray(plan.reverse_length)
-    back, access = jnp.asarray(plan.back_s), jnp.asarray(plan.access_s)
-    interface = jnp.asarray(plan.interface_Bps)
+
+    def padded(a, fill):
+        """Per-flow plan array `a` with one more row (index N: no flow) filled with `fill`."""
+        a = jnp.asarray(a)
+        return jnp.concatenate([a, jnp.full((1,) + a.shape[1:], fill, a.dtype)])
+
+    # per flow of the run, and a row N for a lane without a flow (it never starts, has nothing to send)
+    start_x, stop_x = padded(flows.start, jnp.inf), padded(flows.stop, jnp.inf)
+    size_x = padded(flows.size, 0.0)
+    route_x, reverse_x = padded(plan.route, -1), padded(plan.reverse, -1)
+    route_length_x, reverse_length_x = padded(plan.route_length, 0), padded(plan.reverse_length, 0)
+    back_x, access_x = padded(plan.back_s, 0.0), padded(plan.access_s, 0.0)
+    interface_x = padded(plan.interface_Bps, 1.0)
+    order = jnp.argsort(flows.start, stable=True).astype(jnp.int32)  # flows in the order they start
+    sorted_start = flows.start[order]
     propagation = jnp.asarray(plan.propagation_s)
     buffer = jnp.asarray(plan.buffer)
     schedule_s, capacity_Bps = jnp.asarray(plan.schedule_s), jnp.asarray(plan.capacity_Bps)
     size_of = jnp.asarray([plan.data_bytes] + [plan.ack_bytes] * (KINDS - 1))  # by kind
     rows = jnp.arange(F)
+
+    def view_of(lane_flow) -> LaneView:
+        """The lanes' flows (lane_flow: index in the run, N: none) as the stages read them."""
+        return LaneView(flows=Flows(start=start_x[lane_flow], stop=stop_x[lane_flow], size=size_x[lane_flow],
+                                    index=lane_flow),
+                        index=lane_flow, route=route_x[lane_flow], reverse=reverse_x[lane_flow],
+                        route_length=route_length_x[lane_flow], reverse_length=reverse_length_x[lane_flow],
+                        back=back_x[lane_flow], access=access_x[lane_flow], interface=interface_x[lane_flow])
+
+    def event_loop(cond, body, init):
+        """`while cond: body` for the loops that take one event at a time; body(carry, active) must
+        change nothing where `active` is false. Over a batch (vmapped with axis name `batch_axis`)
+        the loop runs while any run has work, and each run's body is masked by its own condition:
+        JAX's batched while loop would instead select the whole state (the packet pool, the
+        receivers' store) between old and new at every iteration, at a cost that grows with them."""
+        if batch_axis is None:
+            return jax.lax.while_loop(cond, lambda carry: body(carry, True), init)
+        return jax.lax.while_loop(lambda carry: jax.lax.psum(cond(carry).astype(jnp.int32), batch_axis) > 0,
+                                  lambda carry: body(carry, cond(carry)), init)
 
     def bin_of(t):
         """The sample an instant falls in; at or after the end: an overflow bin (dropped)."""
@@ -586,19 +797,66 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     receivers = Receivers(rcv_nxt=jnp.zeros(F, jnp.int32), ts_recent=jnp.zeros(F),
                           run_flow=jnp.full(receiver_runs, F, jnp.int32),
                           run_s=jnp.zeros(receiver_runs, jnp.int32), run_e=jnp.zeros(receiver_runs, jnp.int32),
-                          held=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32))
-    zeros = jnp.zeros(F, jnp.int32)
-    counters = FlowCounters(sent=zeros, delivered=zeros, dropped=zeros, duplicates=zeros, discarded=zeros,
-                            control_dropped=zeros, packets_sent=zeros, acks_received=zeros,
-                            handshake_acks=zeros,
-                            first_sent=jnp.full(F, jnp.nan), finish=jnp.full(F, jnp.nan),
-                            last_delivered=jnp.full(F, jnp.nan), nic_free=jnp.zeros(F), clock=jnp.full(F, -jnp.inf))
+                          held=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32),
+                          runs_of=jnp.zeros(F, jnp.int32))
     router0 = protocol.router_init(params, L)
     # what the routers show (`observe`), as each sample's last update leaves it (NaN: none in it)
     observed = {name: jnp.full((n_bins + 1, L), jnp.nan) for name in protocol.observe(router0, params)}
-    carry = EngineState(pool=pool, free=free, links=links, bins=bins, receivers=receivers, counters=counters,
-                        proto=protocol.init(params, flows, key), router=router0, observed=observed,
-                        status=jnp.asarray(0, jnp.int32))
+    no_flow = jnp.full(F, N, jnp.int32)
+    # the run's per-flow outputs: what a flow's lane held when it was freed (or at the end)
+    every = Flows(start=flows.start, stop=flows.stop, size=flows.size, index=jnp.arange(N, dtype=jnp.int32))
+    outputs = Outputs(counters=_fresh_counters(N), received=jnp.zeros(N, jnp.int32),
+                      report=protocol.report(protocol.init(params, every, key)))
+    carry = EngineState(pool=pool, free=free, links=links, bins=bins, receivers=receivers,
+                        counters=_fresh_counters(F), proto=protocol.init(params, view_of(no_flow).flows, key),
+                        router=router0, observed=observed, status=jnp.asarray(0, jnp.int32),
+                        lanes=LaneTable(flow=no_flow, given=jnp.asarray(0, jnp.int32),
+                                        short=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32)),
+                        outputs=outputs, work=Work(*(jnp.asarray(0, jnp.int32) for _ in range(5))))
+
+    # ------------------------------------------------------------------ lanes
+    def write_out(c, mask):
+        """The flows of the lanes in `mask`: their counters, in-order data and report to the outputs."""
+        target = jnp.where(mask, c.lanes.flow, N)
+        put = lambda out, lane: out.at[target].set(lane, mode="drop")
+        o = c.outputs
+        return c.replace(outputs=Outputs(counters=jax.tree_util.tree_map(put, o.counters, c.counters),
+                                         received=put(o.received, c.receivers.rcv_nxt),
+                                         report=jax.tree_util.tree_map(put, o.report, protocol.report(c.proto))))
+
+    def held_by_lane(c):
+        """Per lane: pool slots in use (packets and ACKs of its flow) and out-of-order runs held."""
+        in_pool = jax.ops.segment_sum((c.pool.place != FREE).astype(jnp.int32), c.pool.flow, num_segments=F)
+        return in_pool, c.receivers.runs_of
+
+    def lanes_update(c, t1):
+        """Free the lanes whose flows are over, then give the flows that start before t1 a lane each."""
+        lanes, v = c.lanes, view_of(c.lanes.flow)
+        in_pool, runs = held_by_lane(c)
+        clock = c.counters.clock
+        over = ((lanes.flow < N) & (own_next(c.proto, v) == jnp.inf)
+                & ~protocol.ready(c.proto, params, v.flows, clock) & (in_pool == 0) & (runs == 0))
+        c = write_out(c, over)
+        flow = jnp.where(over, N, lanes.flow)
+        due = jnp.searchsorted(sorted_start, t1, side="left").astype(jnp.int32)  # flows that start before t1
+        want = due - lanes.given
+        vacant = flow == N
+        n_vacant = jnp.sum(vacant, dtype=jnp.int32)
+        give = jnp.minimum(want, n_vacant)
+        rank = jnp.cumsum(vacant, dtype=jnp.int32) - vacant
+        new = vacant & (rank < give)
+        flow = jnp.where(new, order[jnp.clip(lanes.given + rank, 0, N - 1)], flow)
+        short = jnp.maximum(want - n_vacant, 0)
+        fresh = over | new
+        v = view_of(flow)
+        proto = _where_lanes(fresh, protocol.init(params, v.flows, key), c.proto)
+        counters = _where_lanes(fresh, _fresh_counters(F), c.counters)
+        rx = c.receivers.replace(rcv_nxt=jnp.where(fresh, 0, c.receivers.rcv_nxt),
+                                 ts_recent=jnp.where(fresh, 0.0, c.receivers.ts_recent))
+        lanes = LaneTable(flow=flow, given=lanes.given + give, short=jnp.maximum(lanes.short, short),
+                          peak=jnp.maximum(lanes.peak, jnp.sum(flow < N, dtype=jnp.int32)))
+        return c.replace(proto=proto, counters=counters, receivers=rx, lanes=lanes,
+                         status=jnp.where((short > 0) & (c.status == 0), 5, c.status)), v
 
     # ------------------------------------------------------------------ stage 1: senders
     def chunk(key, t1):
@@ -621,22 +879,26 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         taken = key < theta
         return theta, jnp.nonzero(taken, size=S, fill_value=P)[0].astype(jnp.int32), jnp.sum(taken, dtype=jnp.int32), stuck
 
-    def own_next(proto):
+    def take(field, idx, fill=0):
+        """Pool field `field` at slots `idx` (`fill` past the pool: a chunk's unused places)."""
+        return jnp.take(field, idx, axis=0, mode="fill", fill_value=fill)
+
+    def own_next(proto, v):
         """Each flow's next own event (start, timer, pacing), on the time grid."""
-        return up_to_grid(protocol.next_time(proto, params, flows))
+        return up_to_grid(protocol.next_time(proto, params, v.flows))
 
     def router_next(router, l):
         """Link l's next router timer, on the time grid."""
         return up_to_grid(protocol.router_next(router, params, l))
 
-    def senders(c, t1):
+    def senders(c, t1, v):
         """Each flow takes its ACKs and its own events in time order (ACKs by (time, kind, seq)) and
         sends at those instants; chunk by chunk of the step's ACKs."""
         def more_work(c):
             pool = c.pool
             acks = jnp.any((pool.place == L) & (pool.time < t1))
-            own = jnp.any(own_next(c.proto) < t1)
-            ready = jnp.any(protocol.ready(c.proto, params, flows, c.counters.clock)
+            own = jnp.any(own_next(c.proto, v) < t1)
+            ready = jnp.any(protocol.ready(c.proto, params, v.flows, c.counters.clock)
                             & (c.counters.clock < t1))
             return (acks | own | ready) & (c.status == 0)
 
@@ -653,40 +915,42 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             flow_s, key_s, _, idx_s = jax.lax.sort((flow_c, key0, tie, idx), num_keys=3)
             begin = jnp.searchsorted(flow_s, rows, side="left").astype(jnp.int32)
             count = jnp.searchsorted(flow_s, rows, side="right").astype(jnp.int32) - begin
-            return _sender_round(c, theta, key_s, idx_s, begin, count)
+            # the chunk's ACKs, read once here: the loop then only writes the pool (in place)
+            acks = Ack(kind=take(pool.kind, idx_s), ack_no=take(pool.seq, idx_s), echo=take(pool.sent, idx_s),
+                       header=take(pool.header, idx_s))
+            return _sender_round(c, theta, key_s, idx_s, begin, count, v, acks)
 
         return jax.lax.while_loop(more_work, round_, c)
 
-    def _sender_round(c, t1, key_s, idx_s, begin, count):
+    def _sender_round(c, t1, key_s, idx_s, begin, count, v, acks):
         def action_time(c, pointer):
             at = jnp.minimum(begin + pointer, S - 1)
             ack_t = jnp.where(pointer < count, key_s[at], jnp.inf)
-            own_t = own_next(c.proto)
-            return pointer, idx_s[at], ack_t, own_t
+            own_t = own_next(c.proto, v)
+            return at, idx_s[at], ack_t, own_t
 
         def cond(loop):
             c, pointer, now, iterations = loop
             _, _, ack_t, own_t = action_time(c, pointer)
-            ready = protocol.ready(c.proto, params, flows, now) & (now < t1)
+            ready = protocol.ready(c.proto, params, v.flows, now) & (now < t1)
             more = ready | (jnp.minimum(ack_t, own_t) < t1)
             return jnp.any(more) & (c.status == 0)
 
-        def body(loop):
+        def body(loop, active):
             c, pointer, now, iterations = loop
-            _, idx, ack_t, own_t = action_time(c, pointer)
+            at, idx, ack_t, own_t = action_time(c, pointer)
             proto = c.proto
-            ready = protocol.ready(proto, params, flows, now) & (now < t1)
+            ready = protocol.ready(proto, params, v.flows, now) & (now < t1) & active
             # a flow sends what it may at the current instant before it moves on to its next event
             event_t = jnp.minimum(ack_t, own_t)
-            act = ~ready & (event_t < t1)
+            act = ~ready & (event_t < t1) & active
             take_ack = act & (ack_t <= own_t)
             take_own = act & ~take_ack
             now = jnp.where(act, event_t, now)
             pool = c.pool
-            ack = Ack(kind=pool.kind[idx], ack_no=pool.seq[idx], echo=pool.sent[idx],
-                      header=pool.header[idx])
-            proto = protocol.on_ack(proto, params, flows, now, take_ack, ack)
-            proto = protocol.on_time(proto, params, flows, now, take_own)
+            ack = jax.tree_util.tree_map(lambda field: field[at], acks)
+            proto = protocol.on_ack(proto, params, v.flows, now, take_ack, ack)
+            proto = protocol.on_time(proto, params, v.flows, now, take_own)
             # the ACKs taken leave the pool
             free_stack, top = c.free.stack, c.free.top
             rank = jnp.cumsum(take_ack) - take_ack
@@ -699,18 +963,18 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             go = ready & (now < t1)
             enough = top >= jnp.sum(go)
             go = go & enough
-            proto, packet = protocol.send(proto, params, flows, now, go)
+            proto, packet = protocol.send(proto, params, v.flows, now, go)
             rank = jnp.cumsum(go) - go
             slot = free_stack[jnp.clip(top - 1 - rank, 0, P - 1)]
             top = top - jnp.sum(go, dtype=jnp.int32)
             counters = c.counters
             nbytes = size_of[packet.kind]
             start = jnp.maximum(now, counters.nic_free)
-            leave = on_grid(start + (nbytes / interface if protocol.paced else 0.0))
-            arrive = on_grid(leave + access)
+            leave = on_grid(start + (nbytes / v.interface if protocol.paced else 0.0))
+            arrive = on_grid(leave + v.access)
             target = jnp.where(go, slot, P)
             pool = PacketPool(time=pool.time.at[target].set(arrive, mode="drop"),
-                              place=pool.place.at[target].set(route[:, 0], mode="drop"),
+                              place=pool.place.at[target].set(v.route[:, 0], mode="drop"),
                               flow=pool.flow.at[target].set(rows.astype(jnp.int32), mode="drop"),
                               hop=pool.hop.at[target].set(0, mode="drop"),
                               kind=pool.kind.at[target].set(packet.kind, mode="drop"),
@@ -724,14 +988,16 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                                         first_sent=jnp.where(go & jnp.isnan(counters.first_sent), now,
                                                              counters.first_sent))
             status = jnp.where(jnp.any(ready & (now < t1) & ~enough), 1, c.status)
-            status = jnp.where(iterations >= MOST_ACTIONS, 2, status)
+            status = jnp.where(active & (iterations >= MOST_ACTIONS), 2, status)
             c = c.replace(pool=pool, free=FreeSlots(stack=free_stack, top=top), proto=proto, counters=counters,
                           status=status)
-            return c, pointer, now, iterations + 1
+            return c, pointer, now, iterations + active
 
-        c, _, now, _ = jax.lax.while_loop(cond, body, (c, jnp.zeros(F, jnp.int32), c.counters.clock,
-                                                       jnp.asarray(0)))
-        return c.replace(counters=c.counters.replace(clock=now))
+        c, _, now, iterations = event_loop(cond, body, (c, jnp.zeros(F, jnp.int32), c.counters.clock,
+                                                        jnp.asarray(0, jnp.int32)))
+        work = c.work.replace(sender_rounds=c.work.sender_rounds + 1,
+                              sender_iterations=c.work.sender_iterations + iterations)
+        return c.replace(counters=c.counters.replace(clock=now), work=work)
 
     # ------------------------------------------------------------------ stage 2: one link
     def release(free, p, mask):
@@ -740,7 +1006,13 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                          top=free.top + mask.astype(jnp.int32))
 
     def waiting_at(links, l, t):
-        """Packets waiting at link l at time t (admitted, service not started; FIFO starts)."""
+        """Packets waiting at link l at time t (admitted, service not started). The ring holds the
+        service starts of the last R admitted packets (R > buffer + 1; unwritten places hold 0),
+        nondecreasing in the order of admission (FIFO), so those that start after t are the last of
+        them and all in the ring: a count over the ring up to `RING_SCAN` places (one fused
+        reduction), a bisection beyond (a loop of log2 R iterations)."""
+        if R <= RING_SCAN:
+            return jnp.sum(links.ring[l] > t, dtype=jnp.int32)
         acc = links.accepted[l]
         m = jnp.minimum(acc, R)
 
@@ -754,26 +1026,26 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         lo, _ = jax.lax.fori_loop(0, int(math.log2(R)) + 2, search, (jnp.asarray(0), m))
         return m - lo
 
-    def receive(c, p, f, now, valid):
-        """Data or a SYN (pool slot p, flow f) reaches its receiver at `now` where `valid`: the ACK
-        goes back; a handshake ACK ends there (its slot is freed). (Masked writes, not a branch: a
-        branch would copy the state.)"""
-        pool, rx, counters = c.pool, c.receivers, c.counters
-        kind, seq = pool.kind[p], pool.seq[p]
+    def receive(c, f, slot, now, valid, v):
+        """Data, a SYN or a handshake ACK (`slot`: the packet's fields, flow f) reaches its receiver at
+        `now` where `valid`. Returns (c with the receiver and counters updated, the fields its slot
+        takes as the ACK or SYN-ACK that goes back: place, time, kind, seq, sent; ends: a handshake
+        ACK, which ends there and frees its slot). (Masked writes, not a branch: a branch would copy
+        the state.)"""
+        rx, counters = c.receivers, c.counters
+        kind, seq = slot.kind, slot.seq
         is_data = valid & (kind == DATA)
         ends = valid & (kind == HANDSHAKE_ACK)
         fd = jnp.where(is_data, f, F)  # writes of the receiver: dropped unless data arrived
-        pv = jnp.where(valid & ~ends, p, P)
-        pe = jnp.where(ends, p, P)
-        rx_after, dups, discarded = _receive_one(rx, f, F, is_data, seq)
+        rx_after, dups, discarded = _receive_one(rx, f, F, is_data, seq, branch=batch_axis is None)
         # the echoed timestamp (RFC 7323's TS.Recent): the send time of the last segment that arrived
         # in order (a duplicate ACK echoes it, an ACK of a hole's repair echoes the repair's)
         in_order = is_data & (seq == rx.rcv_nxt[f])
-        ts_recent = rx.ts_recent.at[jnp.where(in_order, f, F)].set(pool.sent[p], mode="drop")
-        echo = jnp.where(kind == DATA, ts_recent[f], pool.sent[p])
+        ts_recent = rx.ts_recent.at[jnp.where(in_order, f, F)].set(slot.sent, mode="drop")
+        echo = jnp.where(kind == DATA, ts_recent[f], slot.sent)
         rx = rx_after.replace(ts_recent=ts_recent)
         received = rx.rcv_nxt[f]
-        done = is_data & jnp.isnan(counters.finish[f]) & (received >= flows.size[f])
+        done = is_data & jnp.isnan(counters.finish[f]) & (received >= v.flows.size[f])
         counters = counters.replace(delivered=counters.delivered.at[fd].add(1, mode="drop"),
                                     duplicates=counters.duplicates.at[fd].add(dups, mode="drop"),
                                     discarded=counters.discarded.at[fd].add(discarded, mode="drop"),
@@ -781,17 +1053,13 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                                     handshake_acks=counters.handshake_acks.at[jnp.where(ends, f, F)].add(
                                         1, mode="drop"),
                                     finish=counters.finish.at[jnp.where(done, f, F)].set(now, mode="drop"))
-        through = reverse_length[f] > 0
-        pool = pool.replace(kind=pool.kind.at[pv].set(jnp.where(kind == DATA, ACK, SYNACK), mode="drop"),
-                            seq=pool.seq.at[pv].set(received, mode="drop"), hop=pool.hop.at[pv].set(0, mode="drop"),
-                            sent=pool.sent.at[pv].set(echo, mode="drop"),
-                            place=pool.place.at[pv].set(jnp.where(through, reverse[f, 0], L), mode="drop"),
-                            time=pool.time.at[pv].set(jnp.where(through, now, on_grid(now + back[f])), mode="drop"))
-        pool = pool.replace(place=pool.place.at[pe].set(FREE, mode="drop"),
-                            time=pool.time.at[pe].set(jnp.inf, mode="drop"))
-        return c.replace(pool=pool, receivers=rx, counters=counters, free=release(c.free, p, ends))
+        through = v.reverse_length[f] > 0
+        back = {"place": jnp.where(through, v.reverse[f, 0], L),
+                "time": jnp.where(through, now, on_grid(now + v.back[f])),
+                "kind": jnp.where(kind == DATA, ACK, SYNACK), "seq": received, "sent": echo}
+        return c.replace(receivers=rx, counters=counters), back, ends
 
-    def link_stage(c, l, t1):
+    def link_stage(c, l, t1, v):
         """Link l takes its arrivals of the step one by one in the order (time, flow, kind, seq), and
         fires its router's timers at their instants; chunk by chunk (`chunk`)."""
         def more_work(c):
@@ -805,30 +1073,38 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             theta, idx, n, stuck = chunk(key_all, t1)
             c = c.replace(status=jnp.where(stuck, 3, c.status))
             key0 = jnp.take(key_all, idx, mode="fill", fill_value=jnp.inf)
-            tie = ((jnp.take(pool.flow, idx, mode="fill", fill_value=0).astype(jnp.int64) * KINDS
+            tie = ((v.index[jnp.take(pool.flow, idx, mode="fill", fill_value=0)].astype(jnp.int64) * KINDS
                     + jnp.take(pool.kind, idx, mode="fill", fill_value=0)) * (1 << 32)
                    + jnp.take(pool.seq, idx, mode="fill", fill_value=0))
             _, _, idx_s = jax.lax.sort((key0, tie, idx), num_keys=2)  # the chunk in the total order
-            return _link_round(c, l, theta, idx_s, n)
+            # the chunk's packets, read once here: the loop then only writes the pool (in place).
+            # A packet is taken once in a round and nothing else writes its slot before its turn.
+            packets = PacketPool(time=take(pool.time, idx_s, jnp.inf), place=take(pool.place, idx_s, FREE),
+                                 flow=take(pool.flow, idx_s), hop=take(pool.hop, idx_s), kind=take(pool.kind, idx_s),
+                                 seq=take(pool.seq, idx_s), sent=take(pool.sent, idx_s),
+                                 header=take(pool.header, idx_s))
+            return _link_round(c, l, theta, idx_s, n, v, packets)
 
         return jax.lax.while_loop(more_work, round_, c)
 
-    def _link_round(c, l, t1, idx_s, n):
+    def _link_round(c, l, t1, idx_s, n, v, packets):
         def cond(loop):
-            c, i, key = loop
+            c, i, _ = loop
             timer = router_next(c.router, l)
             return (i < n) | (timer < t1)
 
-        def body(loop):
-            c, i, key = loop
+        def body(loop, active):
+            c, i, iterations = loop
             p = idx_s[jnp.minimum(i, S - 1)]
             pool, links, bins = c.pool, c.links, c.bins
-            arrival = jnp.where(i < n, pool.time[p], jnp.inf)
+            # the packet's fields (read with its chunk); the pool is written once per field at the end
+            slot = jax.tree_util.tree_map(lambda field: field[jnp.minimum(i, S - 1)], packets)
+            arrival = jnp.where(i < n, slot.time, jnp.inf)
             timer = router_next(c.router, l)
-            fire = timer <= arrival  # a router timer at the instant of an arrival fires first
-            on_packet = ~fire
+            fire = (timer <= arrival) & active  # a router timer at the instant of an arrival fires first
+            on_packet = (timer > arrival) & active
             router_timed = protocol.router_timer(c.router, params, l, timer, waiting_at(links, l, timer))
-            f, kind = pool.flow[p], pool.kind[p]
+            f, kind = slot.flow, slot.kind
             nbytes = size_of[kind]
             waiting = waiting_at(links, l, arrival)
             busy = links.free_at[l] > arrival
@@ -860,20 +1136,20 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                     "wait_in_sum": bins["wait_in_sum"].at[b_in, lw].add(arrival, mode="drop"),
                     "wait_out_n": bins["wait_out_n"].at[b_out, lw].add(1.0, mode="drop"),
                     "wait_out_sum": bins["wait_out_sum"].at[b_out, lw].add(begin, mode="drop")}
-            router_passed, header = protocol.router_packet(c.router, params, l, arrival, kind, pool.header[p],
+            router_passed, header = protocol.router_packet(c.router, params, l, arrival, kind, slot.header,
                                                            waiting, accept)
-            router = jax.tree_util.tree_map(lambda timed, passed: jnp.where(fire, timed, passed),
-                                            router_timed, router_passed)
+            router = jax.tree_util.tree_map(lambda timed, passed, old: jnp.where(fire, timed, jnp.where(on_packet, passed, old)),
+                                            router_timed, router_passed, c.router)
             b_timer = jnp.where(fire & (timer < end_s), bin_of(timer), n_bins + 1)
             observed = {name: c.observed[name].at[b_timer, l].set(value[l], mode="drop")
                         for name, value in protocol.observe(router_timed, params).items()}
             # where it goes next
             is_ack = (kind == ACK) | (kind == SYNACK)
-            path_length = jnp.where(is_ack, reverse_length[f], route_length[f])
-            hop = pool.hop[p] + 1
+            path_length = jnp.where(is_ack, v.reverse_length[f], v.route_length[f])
+            hop = slot.hop + 1
             more = hop < path_length
-            following = jnp.where(is_ack, reverse[f, jnp.minimum(hop, reverse.shape[1] - 1)],
-                                  route[f, jnp.minimum(hop, route.shape[1] - 1)])
+            following = jnp.where(is_ack, v.reverse[f, jnp.minimum(hop, v.reverse.shape[1] - 1)],
+                                  v.route[f, jnp.minimum(hop, v.route.shape[1] - 1)])
             reach = on_grid(leave + propagation[l])
             # data at its last link reaches the receiver then if that is before the end; later, it
             # stays in flight (parked, never processed)
@@ -881,43 +1157,65 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             in_time = arrives & (reach < end_s)
             parked = arrives & ~in_time
             place = jnp.where(more, following, jnp.where(is_ack, L, L + 1))
-            time = jnp.where(more, reach, jnp.where(is_ack, on_grid(reach + access[f]), jnp.where(parked, jnp.inf, reach)))
-            pa, pp = jnp.where(accept, p, P), jnp.where(on_packet, p, P)
-            pool = pool.replace(place=pool.place.at[pp].set(jnp.where(accept, place, FREE), mode="drop"),
-                                time=pool.time.at[pp].set(jnp.where(accept, time, jnp.inf), mode="drop"),
-                                hop=pool.hop.at[pa].set(hop, mode="drop"),
-                                header=pool.header.at[pa].set(header, mode="drop"))
+            time = jnp.where(more, reach, jnp.where(is_ack, on_grid(reach + v.access[f]), jnp.where(parked, jnp.inf, reach)))
             counters = c.counters
             counters = counters.replace(
                 dropped=counters.dropped.at[jnp.where(drop & (kind == DATA), f, F)].add(1, mode="drop"),
                 control_dropped=counters.control_dropped.at[jnp.where(drop & (kind != DATA), f, F)].add(1, mode="drop"))
-            c = c.replace(pool=pool, links=links, bins=bins, router=router, observed=observed, counters=counters,
-                          free=release(c.free, p, drop))
-            c = receive(c, p, f, reach, in_time)
-            return c, i + on_packet.astype(jnp.int32), key
+            c = c.replace(links=links, bins=bins, router=router, observed=observed, counters=counters)
+            c, back, ends = receive(c, f, slot, reach, in_time, v)
+            # the slot, written once per field: a dropped packet and a handshake ACK at its receiver
+            # leave the pool; data or a SYN at its receiver turns into its ACK (SYN-ACK); any other
+            # packet the link took moves on
+            answer = in_time & ~ends
+            gone = drop | ends
+            pa, pp = jnp.where(accept, p, P), jnp.where(on_packet, p, P)
+            pool = pool.replace(
+                place=pool.place.at[pp].set(jnp.where(gone, FREE, jnp.where(answer, back["place"], place)), mode="drop"),
+                time=pool.time.at[pp].set(jnp.where(gone, jnp.inf, jnp.where(answer, back["time"], time)), mode="drop"),
+                hop=pool.hop.at[pa].set(jnp.where(answer, 0, hop), mode="drop"),
+                header=pool.header.at[pa].set(header, mode="drop"),
+                kind=pool.kind.at[jnp.where(answer, p, P)].set(back["kind"], mode="drop"),
+                seq=pool.seq.at[jnp.where(answer, p, P)].set(back["seq"], mode="drop"),
+                sent=pool.sent.at[jnp.where(answer, p, P)].set(back["sent"], mode="drop"))
+            c = c.replace(pool=pool, free=release(c.free, p, gone))
+            return c, i + on_packet.astype(jnp.int32), iterations + active
 
-        c, _, _ = jax.lax.while_loop(cond, body, (c, jnp.asarray(0, jnp.int32), jnp.asarray(0)))
-        return c
+        c, _, iterations = event_loop(cond, body, (c, jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32)))
+        return c.replace(work=c.work.replace(link_rounds=c.work.link_rounds + 1,
+                                             link_iterations=c.work.link_iterations + iterations))
 
     def step(loop):
         c, k = loop
         t1 = jnp.minimum((k + 1).astype(jnp.float64) * step_s, end_s)
-        c = senders(c, t1)
+        c, v = lanes_update(c, t1)
+        c = senders(c, t1, v)
         for l in plan.link_order:
-            c = link_stage(c, l, t1)
-        return c, k + 1
+            c = link_stage(c, l, t1, v)
+        return c.replace(work=c.work.replace(steps=c.work.steps + 1)), k + 1
 
-    # the step is an argument, not a shape: one compilation serves every step
-    carry, _ = jax.lax.while_loop(lambda loop: loop[1].astype(jnp.float64) * step_s < end_s, step,
-                                  (carry, jnp.asarray(0, jnp.int32)))
+    # the step is an argument, not a shape: one compilation serves every step; a run whose status
+    # is set stops (its counts are those up to then)
+    carry, _ = jax.lax.while_loop(lambda loop: (loop[1].astype(jnp.float64) * step_s < end_s) & (loop[0].status == 0),
+                                  step, (carry, jnp.asarray(0, jnp.int32)))
+    lane_flow = carry.lanes.flow
+    carry = write_out(carry, lane_flow < N)
     pool = carry.pool
+
+    def per_flow(per_lane):
+        """Per-lane values at the end as per-flow values (0 for the flows no longer in a lane)."""
+        return jnp.zeros(N, per_lane.dtype).at[lane_flow].set(per_lane, mode="drop")
+
     data_in_flight = (pool.place != FREE) & ((pool.kind == DATA))
-    in_flight = jax.ops.segment_sum(data_in_flight.astype(jnp.int32), pool.flow, num_segments=F)
-    held = jax.ops.segment_sum((pool.place != FREE).astype(jnp.int32), pool.flow, num_segments=F)
+    in_flight = per_flow(jax.ops.segment_sum(data_in_flight.astype(jnp.int32), pool.flow, num_segments=F))
+    held = per_flow(jax.ops.segment_sum((pool.place != FREE).astype(jnp.int32), pool.flow, num_segments=F))
     rx = carry.receivers
-    stored = jax.ops.segment_sum(rx.run_e - rx.run_s, rx.run_flow, num_segments=F)  # free places: dropped
+    stored = per_flow(jax.ops.segment_sum(rx.run_e - rx.run_s, rx.run_flow, num_segments=F))  # free places: dropped
+    out = carry.outputs
     # a run that went to its end but whose receivers threw data away has its own status
-    status = jnp.where((carry.status == 0) & (jnp.sum(carry.counters.discarded) > 0), 4, carry.status)
-    return {**carry.counters.as_dict(), "in_flight": in_flight, "held": held, "received": rx.rcv_nxt,
-            "stored": stored, "receiver_runs_peak": rx.peak, "links": carry.links.as_dict(), "bins": carry.bins, "protocol": carry.proto,
-            "router": carry.router, "observed": carry.observed, "status": status}
+    status = jnp.where((carry.status == 0) & (jnp.sum(out.counters.discarded) > 0), 4, carry.status)
+    counters = {k: v for k, v in out.counters.as_dict().items() if k not in ("nic_free", "clock")}
+    return {**counters, "in_flight": in_flight, "held": held, "received": out.received,
+            "stored": stored, "receiver_runs_peak": rx.peak, "links": carry.links.as_dict(), "bins": carry.bins,
+            "protocol": out.report, "router": carry.router, "observed": carry.observed, "status": status,
+            "lanes_peak": carry.lanes.peak, "flows_without_lane": carry.lanes.short, "work": carry.work.as_dict()}

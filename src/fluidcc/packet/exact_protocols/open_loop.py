@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ParameterError
-from ..exact import DATA, ExactProtocol, Packet, on_grid
+from ..exact import DATA, ExactProtocol, Packet, flow_index, on_grid
 from ..settings import FieldSettings
 
 KINDS = ("poisson", "constant")
@@ -46,17 +46,22 @@ class OpenLoop(ExactProtocol, FieldSettings):
             raise ParameterError("rate", rate.tolist(), f"one rate, or one per flow ({n})")
         return {"rate": jnp.asarray(np.broadcast_to(rate, (n,))[: plan.n_flows])}
 
-    def _gap(self, state, params):
+    @staticmethod
+    def _rate(params, flows):
+        """Each lane's rate (packets/s): its flow's."""
+        return params["rate"][flow_index(flows)]
+
+    def _gap(self, state, params, flows):
         if self.kind == "constant":
-            return 1.0 / params["rate"]
+            return 1.0 / self._rate(params, flows)
         keys = jax.vmap(lambda k, n: jax.random.fold_in(k, n))(state["keys"], state["count"])
-        return jax.vmap(jax.random.exponential)(keys) / params["rate"]
+        return jax.vmap(jax.random.exponential)(keys) / self._rate(params, flows)
 
     def init(self, params, flows, key):
         n = flows.start.shape[0]
         state = {"count": jnp.zeros(n, jnp.int32), "due": jnp.zeros(n, bool),
-                 "keys": jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))}
-        first = on_grid(flows.start + self._gap(state, params)) if self.kind == "poisson" else flows.start
+                 "keys": jax.vmap(lambda i: jax.random.fold_in(key, i))(flow_index(flows))}
+        first = on_grid(flows.start + self._gap(state, params, flows)) if self.kind == "poisson" else flows.start
         return {**state, "next": first, "count": jnp.zeros(n, jnp.int32)}
 
     def next_time(self, state, params, flows):
@@ -75,9 +80,9 @@ class OpenLoop(ExactProtocol, FieldSettings):
     def send(self, state, params, flows, now, mask):
         count = state["count"] + mask
         if self.kind == "constant":
-            following = on_grid(flows.start + count / params["rate"])
+            following = on_grid(flows.start + count / self._rate(params, flows))
         else:
-            following = on_grid(state["next"] + self._gap({**state, "count": count}, params))
+            following = on_grid(state["next"] + self._gap({**state, "count": count}, params, flows))
         packet = Packet(kind=jnp.full(mask.shape, DATA, jnp.int32), seq=state["count"],
                         header=jnp.zeros((mask.shape[0], 0)))
         return {**state, "count": count, "due": state["due"] & ~mask,
