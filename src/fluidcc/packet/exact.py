@@ -873,7 +873,10 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             return jnp.where(fits, mid, lo), jnp.where(fits, hi, mid)
 
         first = jnp.min(key)
-        lo, _ = jax.lax.fori_loop(0, 64, bisect, (first, t1))
+        if batch_axis is None:  # one run: the bisection only where the events do not fit
+            lo = jax.lax.cond(total <= S, lambda: t1, lambda: jax.lax.fori_loop(0, 64, bisect, (first, t1))[0])
+        else:  # a batch would compute both sides of a branch
+            lo, _ = jax.lax.fori_loop(0, 64, bisect, (first, t1))
         theta = jnp.where(total <= S, t1, lo)
         stuck = (total > S) & (theta <= first)
         taken = key < theta
