@@ -46,35 +46,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import TCP
 from fluidcc.packet.workloads import FlowTable, read_trace
-from fluidcc.units import mbps_to_pps
 
 from _harness import machine_info, timed, write_json
+from _packet_scenarios import (HERE, SHORT_BOTTLENECK_PPS, dumbbell_arguments, network, ns3_runs,
+                               shortflow_arguments, shortflow_network)
 from _twolink import NS3_ACK_BYTES, add_handshake_option, add_mss_option, ns3_replay, ns3_twolink, seed_list
 
-HERE = Path(__file__).resolve().parent
-BOTTLENECK_PPS = mbps_to_pps(100.0)
-ROUND_TRIP_S = 0.080
-NIC_PPS = mbps_to_pps(10_000.0)
-NIC_TO_BOTTLENECK_S = 2e-6
 FIGURES = ("utilization", "mean_queue", "drop_rate", "loss_events_per_1000", "timeouts_per_1000")
-
-
-def network(n: int) -> Network:
-    link = Link("bottleneck", BOTTLENECK_PPS, ROUND_TRIP_S / 2 - NIC_TO_BOTTLENECK_S,
-                buffer_packets=round(BOTTLENECK_PPS * ROUND_TRIP_S))
-    senders = tuple(Flow(f"f{i}", ("bottleneck",), access_delay_s=NIC_TO_BOTTLENECK_S, interface_pps=NIC_PPS)
-                    for i in range(n))
-    return Network((link,), senders)
 
 
 def figures_of(run, duration: float) -> list[dict]:
@@ -93,12 +79,7 @@ def figures_of(run, duration: float) -> list[dict]:
 
 
 def ns3_run(n: int, seed: int, duration: float) -> dict:
-    binary = HERE / "ns3" / "build" / "dumbbell"
-    if not binary.exists():
-        subprocess.run(["bash", str(HERE / "ns3" / "build.sh")], check=True)
-    text = subprocess.run([str(binary), f"--flows={n}", f"--seed={seed}", f"--duration={duration:g}",
-                           "--limitedTransmit=0"], check=True, capture_output=True, text=True).stdout
-    r = json.loads(text.strip().splitlines()[-1])
+    r = ns3_runs("dumbbell", [dumbbell_arguments(n, seed, duration)])[0][0]
     forwarded = float(r["packets_forwarded"])
     return {"utilization": r["utilization"], "mean_queue": r["mean_queue_packets"], "drop_rate": r["drop_rate"],
             "loss_events_per_1000": 1000.0 * (r["recoveries"] + r["timeouts"]) / forwarded,
@@ -129,15 +110,6 @@ def compare(ours: list[dict], theirs: list[dict], names=FIGURES, paired: bool = 
 
 
 SIZE_BINS = (1, 8, 16, 32, 64, 128, 256, np.inf)
-SHORT_BOTTLENECK_PPS = mbps_to_pps(100.0)
-SHORT_ROUND_TRIP_S = 0.100
-
-
-def shortflow_network() -> Network:
-    link = Link("bottleneck", SHORT_BOTTLENECK_PPS, SHORT_ROUND_TRIP_S / 2 - NIC_TO_BOTTLENECK_S,
-                buffer_packets=round(SHORT_BOTTLENECK_PPS * SHORT_ROUND_TRIP_S))
-    return Network((link,), (Flow("short", ("bottleneck",), access_delay_s=NIC_TO_BOTTLENECK_S,
-                                  interface_pps=NIC_PPS),))
 
 
 def shortflow_figures(sizes, fcts, utilization, queue, dropped, arrived, forwarded, events, timeouts) -> dict:
@@ -152,19 +124,13 @@ def shortflow_figures(sizes, fcts, utilization, queue, dropped, arrived, forward
 
 
 def run_shortflows(args, seeds) -> int:
-    binary = HERE / "ns3" / "build" / "shortflows"
-    if not binary.exists():
-        subprocess.run(["bash", str(HERE / "ns3" / "build.sh")], check=True)
     net = shortflow_network()
     theirs, tables = [], []
     out_dir = Path(args.out).with_suffix("")
     out_dir.mkdir(parents=True, exist_ok=True)
     for seed in seeds:
         csv = out_dir / f"shortflows_load{args.load:g}_seed{seed}.csv"
-        text = subprocess.run([str(binary), f"--load={args.load:g}", f"--seed={seed}", f"--duration={args.duration:g}",
-                               f"--drain={args.drain:g}", f"--flows-csv={csv}"], check=True, capture_output=True,
-                              text=True).stdout
-        r = json.loads(text.strip().splitlines()[-1])
+        r = ns3_runs("shortflows", [shortflow_arguments(args.load, seed, args.duration, args.drain, csv)])[0][0]
         table = read_trace(csv, net)
         tables.append(table)
         flows = np.genfromtxt(csv, delimiter=",", names=True)

@@ -1,0 +1,176 @@
+"""The exact engine's speed against ns-3's, on the configurations whose agreement with ns-3
+`packet_exact.py` measures (its default step, TCP as there), each ratio measured in one run.
+
+Parts (`--part`, all by default):
+
+* **dumbbell**: one run of the dumbbell (`_packet_scenarios`, 50 flows, `--duration` 60 s, seed 1)
+  in fluidcc and in ns-3: packets forwarded by the bottleneck per wall second. fluidcc's wall is
+  its call's minus the compilation JAX reports (`CompileClock`; the compilation is given apart).
+* **batch**: `--batch` runs of the dumbbell (seeds 1...) over `--batch-duration` s in one fluidcc
+  call, against the same runs of ns-3 on `--processes` processes at once (default: as many as the
+  machine has cores): packets forwarded per wall second of the whole batch, core for core.
+* **shortflows**: ns-3's short flows at load 0.5 and 0.9 (`--short-duration` s of arrivals, then
+  `--drain` s), its flow table replayed by fluidcc (one run each): wall seconds of each, and the
+  utilization, drop rate and AFCT of both beside them (one seed: a check that the run is the same
+  work, not a comparison; `packet_exact.py --scenario shortflows` gives that over seeds).
+* **scaling**: one workload of short flows (load 0.5, fluidcc's own Poisson arrivals over 200 s)
+  simulated over its first 50 s and over all 200 s: wall seconds (compilation excluded) per
+  simulated second, which must not grow with the flows that have already finished.
+
+Run:
+
+    PYTHONPATH=src python benchmarks/packet_speed.py [--part dumbbell batch shortflows scaling]
+        [--duration 60] [--batch 20 --batch-duration 10] [--short-duration 100 --drain 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from _harness import CompileClock, machine_info, timed, write_json
+from _packet_scenarios import (HERE, dumbbell_arguments, network, ns3_runs, shortflow_arguments,
+                               shortflow_network)
+
+PARTS = ("dumbbell", "batch", "shortflows", "scaling")
+
+
+def fluidcc_call(call, clock: CompileClock) -> tuple[object, dict]:
+    """call() timed: (its dataset, {wall_s, compile_s, run_s: wall minus compilation})."""
+    with clock:
+        run, wall = timed(call)
+    return run, {"wall_s": wall, "compile_s": clock.seconds, "run_s": wall - clock.seconds}
+
+
+def dumbbell_tables(flows: int, seeds: list[int]):
+    from fluidcc.packet.workloads import FlowTable
+
+    return [FlowTable(np.random.default_rng(s).uniform(0.0, 1.0, flows), np.full(flows, np.inf),
+                      route=np.arange(flows)) for s in seeds]
+
+
+def dumbbell(args, clock, seeds: list[int], duration: float, processes: int) -> dict:
+    from fluidcc.packet import simulate_exact
+    from fluidcc.packet.exact_protocols import TCP
+
+    tcp = TCP(limited_transmit=False, mss_bytes=948)
+    run, timing = fluidcc_call(lambda: simulate_exact(network(args.flows), tcp, dumbbell_tables(args.flows, seeds),
+                                                      duration_s=duration, seeds=seeds), clock)
+    forwarded = float(run.link_accepted.sum())
+    theirs, ns3_wall = ns3_runs("dumbbell", [dumbbell_arguments(args.flows, s, duration) for s in seeds], processes)
+    ns3_forwarded = float(sum(r["packets_forwarded"] for r in theirs))
+    # one ns-3 process: its own timer of the simulation; several: the wall time of them all
+    ns3_time = theirs[0]["wall_s"] if len(seeds) == 1 else ns3_wall
+    out = {"seeds": seeds, "duration_s": duration, "flows": args.flows, "ns3_processes": processes,
+           "fluidcc": {**timing, "forwarded": forwarded, "packets_per_s": forwarded / timing["run_s"],
+                       "statuses": sorted({int(x) for x in run.status.values}),
+                       "utilization": float(run.busy.mean()), "mean_queue": float(run.queue_mean.mean())},
+           "ns3": {"wall_s": ns3_time, "forwarded": ns3_forwarded, "packets_per_s": ns3_forwarded / ns3_time,
+                   "utilization": float(np.mean([r["utilization"] for r in theirs])),
+                   "mean_queue": float(np.mean([r["mean_queue_packets"] for r in theirs]))}}
+    out["ratio"] = out["fluidcc"]["packets_per_s"] / out["ns3"]["packets_per_s"]
+    print(f"dumbbell, {len(seeds)} run(s) of {duration:g} s: fluidcc {out['fluidcc']['packets_per_s']:,.0f} packets/s "
+          f"({timing['run_s']:.1f} s + {timing['compile_s']:.1f} s compiling), ns-3 "
+          f"{out['ns3']['packets_per_s']:,.0f} packets/s ({ns3_time:.1f} s, {processes} process(es)): "
+          f"{out['ratio']:.2f}x", flush=True)
+    return out
+
+
+def shortflows(args, clock, load: float) -> dict:
+    from fluidcc.packet import simulate_exact
+    from fluidcc.packet.exact_protocols import TCP
+    from fluidcc.packet.workloads import read_trace
+
+    net = shortflow_network()
+    with tempfile.TemporaryDirectory() as folder:
+        csv = Path(folder) / "flows.csv"
+        r = ns3_runs("shortflows", [shortflow_arguments(load, 1, args.short_duration, args.drain, csv)])[0][0]
+        table = read_trace(csv, net)
+        flows = np.genfromtxt(csv, delimiter=",", names=True)
+    tcp = TCP(initial_window=10, min_rto_s=1.0, mss_bytes=948)
+    total = args.short_duration + args.drain
+    run, timing = fluidcc_call(lambda: simulate_exact(net, tcp, table, duration_s=total,
+                                                      sample_s=args.short_duration / 1000.0), clock)
+    v = run.isel(run=0).sel(link="bottleneck")
+    arrivals = v.sample_time.values <= args.short_duration + 1e-9
+    out = {"load": load, "flows": len(table), "duration_s": args.short_duration, "drain_s": args.drain,
+           "fluidcc": {**timing, "status": int(v.status), "lanes": int(run.attrs["lanes"]),
+                       "lanes_peak": int(v.lanes_peak), "attempts": int(run.attrs["attempts"]),
+                       "utilization": float(v.served.values[arrivals].sum())
+                       / (float(net.capacities_pps[0]) * args.short_duration),
+                       "drop_rate": float(v.link_dropped) / float(v.link_arrived),
+                       "afct_s": float(np.nanmean(v.fct.values)), "unfinished": int(np.isnan(v.fct.values).sum())},
+           "ns3": {"wall_s": r["wall_s"], "utilization": r["bottleneck"]["arrivals"]["utilization"],
+                   "drop_rate": r["bottleneck"]["run"]["packets_dropped"]
+                   / max(r["bottleneck"]["run"]["packets_arrived"], 1),
+                   "afct_s": float(np.nanmean(flows["fct_s"])), "unfinished": int(np.sum(~np.isfinite(flows["fct_s"])))}}
+    out["ratio"] = out["ns3"]["wall_s"] / timing["run_s"]
+    print(f"short flows, load {load:g}, {len(table)} flows, {total:g} s: fluidcc {timing['run_s']:.1f} s "
+          f"(+ {timing['compile_s']:.1f} s compiling; lanes {out['fluidcc']['lanes']}, peak "
+          f"{out['fluidcc']['lanes_peak']}, {out['fluidcc']['attempts']} attempt(s)), ns-3 {r['wall_s']:.1f} s: "
+          f"{out['ratio']:.1f}x; utilization {out['fluidcc']['utilization']:.4f} vs {out['ns3']['utilization']:.4f}, "
+          f"drop rate {out['fluidcc']['drop_rate']:.4%} vs {out['ns3']['drop_rate']:.4%}, AFCT "
+          f"{out['fluidcc']['afct_s']:.4f} vs {out['ns3']['afct_s']:.4f} s", flush=True)
+    return out
+
+
+def scaling(args, clock) -> dict:
+    from fluidcc.packet import simulate_exact
+    from fluidcc.packet.exact_protocols import TCP
+    from fluidcc.packet.workloads import FlowTable, Pareto, PoissonArrivals
+
+    net = shortflow_network()
+    whole = PoissonArrivals.for_load(0.5, Pareto(1.2, 25.0), float(net.capacities_pps[0]), duration_s=200.0,
+                                     seed=1).table()
+    tcp = TCP(initial_window=10, min_rto_s=1.0, mss_bytes=948)
+    rows = []
+    for duration in (50.0, 200.0):
+        first = whole.start_s < duration
+        table = FlowTable(whole.start_s[first], whole.size_packets[first], route=whole.route[first])
+        run, timing = fluidcc_call(lambda: simulate_exact(net, tcp, table, duration_s=duration,
+                                                          sample_s=duration / 1000.0), clock)
+        rows.append({"duration_s": duration, "flows": len(table), **timing, "status": int(run.status[0]),
+                     "lanes": int(run.attrs["lanes"]), "lanes_peak": int(run.lanes_peak[0]),
+                     "finished": int(np.isfinite(run.fct.values).sum()),
+                     "wall_per_simulated_s": timing["run_s"] / duration})
+        print(f"scaling: {duration:g} s, {len(table)} flows ({rows[-1]['finished']} finished): "
+              f"{rows[-1]['wall_per_simulated_s']:.4f} wall s per simulated s (lanes {rows[-1]['lanes']}, "
+              f"peak {rows[-1]['lanes_peak']})", flush=True)
+    change = rows[1]["wall_per_simulated_s"] / rows[0]["wall_per_simulated_s"] - 1.0
+    print(f"scaling: 200 s against 50 s: {100 * change:+.1f} % wall per simulated second", flush=True)
+    return {"runs": rows, "change_pct": 100.0 * change}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--flows", type=int, default=50, help="dumbbell senders")
+    parser.add_argument("--duration", type=float, default=60.0, help="dumbbell: simulated seconds of the one run")
+    parser.add_argument("--batch", type=int, default=20, help="dumbbell runs in the batch")
+    parser.add_argument("--batch-duration", type=float, default=10.0, help="simulated seconds of each batch run")
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1,
+                        help="ns-3 processes at once beside the batch (default: the machine's cores)")
+    parser.add_argument("--short-duration", type=float, default=100.0, help="short flows: seconds of arrivals")
+    parser.add_argument("--drain", type=float, default=20.0, help="short flows: seconds after the arrivals")
+    parser.add_argument("--out", default=str(HERE / "packet_speed.json"))
+    args = parser.parse_args()
+    clock = CompileClock()
+    result = {"machine": machine_info(extras=()), "step": "the lookahead (default)"}
+    if "dumbbell" in args.part:
+        result["dumbbell"] = dumbbell(args, clock, [1], args.duration, 1)
+    if "batch" in args.part:
+        result["batch"] = dumbbell(args, clock, list(range(1, args.batch + 1)), args.batch_duration, args.processes)
+    if "shortflows" in args.part:
+        result["shortflows"] = [shortflows(args, clock, load) for load in (0.5, 0.9)]
+    if "scaling" in args.part:
+        result["scaling"] = scaling(args, clock)
+    write_json(args.out, result, announce=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
