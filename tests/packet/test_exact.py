@@ -102,13 +102,19 @@ def test_a_run_is_the_same_alone_and_batched_beside_another():
     alone = PoissonArrivals.for_load(0.9, Pareto(1.2, 25.0), 1000.0, duration_s=3.0, seed=2).table()
     other = PoissonArrivals.for_load(0.5, Pareto(1.2, 25.0), 1000.0, duration_s=3.0, seed=2).table()
     one = simulate_exact(network, TCP(), alone, duration_s=8.0, sample_s=1.0)
-    two = simulate_exact(network, TCP(), [alone, other], duration_s=8.0, sample_s=1.0, seeds=[0, 1])
-    assert (one.status == 0).all() and (two.status == 0).all()
     assert float(one.queue_mean.sum()) > 1.0 and np.isfinite(one.fct.values).all()  # queues, every flow done
     n = len(alone)
-    for name, values in one.data_vars.items():
-        if values.dims == ("run", "flow"):
-            np.testing.assert_array_equal(two[name].values[0, :n], values.values[0], err_msg=name)
+    # vmapped (a GPU's batches) and one run per thread (a CPU's)
+    for batch in ("vmap", "threads"):
+        two = simulate_exact(network, TCP(), [alone, other], duration_s=8.0, sample_s=1.0, seeds=[0, 1], batch=batch)
+        assert (one.status == 0).all() and (two.status == 0).all() and two.attrs["batch"] == batch
+        for name, values in one.data_vars.items():
+            if values.dims == ("run", "flow"):
+                np.testing.assert_array_equal(two[name].values[0, :n], values.values[0], err_msg=f"{name}, {batch}")
+            elif values.dims[0] == "run" and not name.startswith("work_") and name not in ("lanes_peak",):
+                np.testing.assert_array_equal(two[name].values[0], values.values[0], err_msg=f"{name}, {batch}")
+    with pytest.raises(ParameterError, match="batch"):
+        simulate_exact(network, TCP(), alone, duration_s=1.0, batch="gpu")
 
 
 @dataclasses.dataclass(frozen=True)

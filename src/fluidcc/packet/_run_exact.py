@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import jax
@@ -76,7 +78,7 @@ def _check_positive(name: str, value, allowed: str) -> float:
 def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] | None = None, *,
                    duration_s: float, step_s: float | None = None, seeds=(0,), sample_s: float | None = None,
                    buffers=None, pool_size: int | None = None, receiver_runs: int | None = None,
-                   lanes: int | None = None) -> xr.Dataset:
+                   lanes: int | None = None, batch: str = "auto") -> xr.Dataset:
     """Simulate `protocol` (a `fluidcc.packet.exact_protocols` protocol) on `network` with the exact
     engine, one run per seed, vmapped.
 
@@ -97,10 +99,14 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     lanes: the flows a run simulates at once (`fluidcc.packet.exact.simulate_events`: a flow
     holds a lane from its start until nothing of it is left; the cost of a step follows the
     lanes, not the flows of the run). By default `lanes_for` the flow tables, and the runs again
-    with four times as many while a flow finds no lane (status 5), up to one lane per flow, where
+    with twice as many while a flow finds no lane (status 5), up to one lane per flow, where
     none can be short (attribute `lanes`: the number used; `lanes_peak` per run: the most in use
     at once). Given, that number: a run that needs more stops with status 5 and says how many
     flows found no lane (`flows_without_lane`). No result depends on it.
+    batch: how the runs of a call are simulated: "vmap" (one vmapped program: on a GPU the runs go
+    side by side), "threads" (one run at a time per thread, as many threads as the machine has
+    cores: on a CPU a vmapped event loop costs each run more than running it alone) or "auto"
+    (default: "threads" on a CPU, "vmap" elsewhere). No result depends on it (attribute `batch`).
 
     Returns a dataset over (run, flow) and (run, link): per flow packets sent, delivered, dropped
     and in flight at the end (sent = delivered + dropped + in flight, exactly), received,
@@ -143,6 +149,9 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
                              "a whole number >= 1 of out-of-order runs the receivers hold at once")
     if lanes is not None and (isinstance(lanes, bool) or not isinstance(lanes, (int, np.integer)) or lanes < 1):
         raise ParameterError("lanes", lanes, "a whole number >= 1 of flows a run simulates at once")
+    if batch not in BATCH_MODES:
+        raise ParameterError("batch", batch, f"one of {', '.join(BATCH_MODES)}")
+    mode = ("threads" if jax.default_backend() == "cpu" else "vmap") if batch == "auto" else batch
     grow_lanes = lanes is None
     lane_count = (lanes_for(start, float(np.max(network.rtt_s)), width) if grow_lanes
                   else int(min(lanes, width)))
@@ -156,8 +165,12 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
         attempts += 1
         if grow_pool and pool is None:
             pool = pool_size_for(plan, lane_count)
-        run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs), lane_count, seeds.size)
-        out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))
+        if mode == "vmap" or seeds.size == 1:
+            run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs), lane_count, seeds.size)
+            out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))
+        else:
+            run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs), lane_count, 1)
+            out = _each_run(run, keys, arrays, params, jnp.asarray(step))
         # default stores grow (x4) until no run fills them; the runs again, from the start
         status = np.asarray(out["status"])
         if grow_pool and np.any(status == 1) and pool < MAX_POOL_SIZE:
@@ -165,7 +178,7 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
         elif grow_runs and np.any(status == 4) and receiver_runs < MAX_RECEIVER_RUNS:
             receiver_runs = min(4 * int(receiver_runs), MAX_RECEIVER_RUNS)
         elif grow_lanes and np.any(status == 5) and lane_count < width:
-            lane_count = min(4 * lane_count, width)
+            lane_count = min(2 * lane_count, width)  # twice, not four times: each lane costs every iteration
             if grow_pool:
                 pool = max(pool, pool_size_for(plan, lane_count))
         else:
@@ -174,11 +187,29 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     dataset = _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool,
                        int(receiver_runs), out, wall)
     dataset.attrs["lanes"] = lane_count
+    dataset.attrs["batch"] = mode
     dataset.attrs["attempts"] = attempts
     return dataset
 
 
 _CACHE: dict = {}
+
+#: How `simulate_exact` simulates the runs of a call.
+BATCH_MODES = ("auto", "vmap", "threads")
+
+
+def _each_run(run, keys, arrays, params, step) -> dict:
+    """The compiled one-run program `run` on each run of the call, as many at once as the machine
+    has cores (JAX releases the GIL while it computes); outputs stacked over the runs."""
+    def one(k: int):
+        take = lambda tree: jax.tree_util.tree_map(lambda a: a[k:k + 1], tree)  # noqa: E731
+        return jax.device_get(run(take(keys), take(arrays), params, step))
+
+    workers = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+                         int(keys.shape[0])))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        outs = list(pool.map(one, range(int(keys.shape[0]))))
+    return jax.tree_util.tree_map(lambda *parts: np.concatenate(parts), *outs)
 
 #: The largest store of out-of-order runs the default grows to (a run that needs more has status 4).
 MAX_RECEIVER_RUNS = 1 << 18

@@ -701,7 +701,7 @@ def lanes_for(starts: np.ndarray, rtt_s: float, n_flows: int) -> int:
     rounded up to a power of two (at least 64), and at most the flows of the widest run. A flow
     holds its lane from its start until nothing of it is left (its last ACK, its last timer), so
     this is a guess at how many overlap, not a bound; a run that needs more has status 5 and
-    `simulate_exact` runs it again with four times the lanes. (A guess close to the need pays:
+    `simulate_exact` runs it again with twice the lanes. (A guess close to the need pays:
     the senders' stage works over every lane at each of its iterations.)"""
     window = 4.0 * float(rtt_s)
     most = 1
