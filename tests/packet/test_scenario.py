@@ -75,12 +75,14 @@ def _write(folder: Path, name: str, text: str) -> Path:
 
 # ------------------------------------------------------------------------------- loading
 def test_inline_network_and_top_level_keys():
-    scenario = Scenario.from_dict(_data(seeds=[3, 4], step="1ms", sample=0.1, pool_size=512, receiver_runs=100))
+    scenario = Scenario.from_dict(_data(seeds=[3, 4], step="1ms", sample=0.1, pool_size=512, receiver_runs=100,
+                                        lanes=8))
     assert scenario.duration_s == 4.0 and scenario.seeds == (3, 4)
     assert scenario.step_s == pytest.approx(1e-3) and scenario.sample_s == pytest.approx(0.1)
-    assert scenario.pool_size == 512 and scenario.receiver_runs == 100
+    assert scenario.pool_size == 512 and scenario.receiver_runs == 100 and scenario.lanes == 8
     defaults = Scenario.from_dict(_data())
     assert defaults.step_s is None and defaults.pool_size is None and defaults.receiver_runs is None
+    assert defaults.lanes is None
     assert scenario.network.flow_names == ["f"] and scenario.network.capacities_pps.tolist() == [500.0]
     assert scenario.bottleneck_capacity_pps == 500.0 and scenario.rtpd_s == pytest.approx(0.05)
     assert scenario.offered_load == 0.5

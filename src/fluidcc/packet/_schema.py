@@ -23,7 +23,8 @@ from . import workloads as wl
 WORKLOAD_KINDS = ("poisson", "long_lived", "trace")
 SIZE_KINDS = ("pareto", "exponential", "fixed", "cdf")
 
-_TOP_KEYS = ("description", "duration", "seed", "seeds", "step", "sample", "pool_size", "receiver_runs", "network",
+_TOP_KEYS = ("description", "duration", "seed", "seeds", "step", "sample", "pool_size", "receiver_runs", "lanes",
+             "network",
              "workload", "protocol")
 _NETWORK_KEYS = ("links", "flows", "packet_bytes", "name", "description")
 _WORKLOAD_KEYS = {"poisson": ("kind", "load", "sizes", "arrivals", "route", "seed"),
@@ -86,8 +87,9 @@ def parse(data: Mapping[str, Any], base: Path) -> dict[str, Any]:
         _check_step(network, protocol, step, data["step"])
     pool = _whole("pool_size", data["pool_size"], 2) if "pool_size" in data else None
     runs = _whole("receiver_runs", data["receiver_runs"], 1) if "receiver_runs" in data else None
+    lanes = _whole("lanes", data["lanes"], 1) if "lanes" in data else None
     return {"network": network, "protocol": protocol, "workload": workload, "duration_s": duration, "seeds": seeds,
-            "step_s": step, "sample_s": sample, "pool_size": pool, "receiver_runs": runs}
+            "step_s": step, "sample_s": sample, "pool_size": pool, "receiver_runs": runs, "lanes": lanes}
 
 
 def _check_step(network: Network, protocol, step_s: float, text) -> None:

@@ -77,7 +77,7 @@ def summarize(dataset) -> dict:
     sample_ps_afct_s: the mean `metrics.ps_fct_of` of the run's own arrivals over the same
     finished flows). "mean": the runs' numbers averaged (status left out); its afct_by_size pools
     the runs' flows. Top level: the scenario's and the engine's settings (step_s, lookahead_s,
-    pool_size, receiver_runs) and failed_runs, the runs whose status is not 0 (run, seed, status,
+    pool_size, receiver_runs, lanes) and failed_runs, the runs whose status is not 0 (run, seed, status,
     message; empty when every run is ok).
     """
     from . import metrics
@@ -147,7 +147,7 @@ def summarize(dataset) -> dict:
         "bottleneck_capacity_pps": attrs.get("bottleneck_capacity_pps"), "offered_load": attrs.get("offered_load"),
         "rtpd_s": attrs.get("rtpd_s"), "duration_s": end, "step_s": attrs.get("step_s"),
         "lookahead_s": attrs.get("lookahead_s"), "pool_size": attrs.get("pool_size"),
-        "receiver_runs": attrs.get("receiver_runs"), "sample_interval_s": interval,
+        "receiver_runs": attrs.get("receiver_runs"), "lanes": attrs.get("lanes"), "sample_interval_s": interval,
         "seeds": [int(s) for s in dataset["seed"].values], "failed_runs": failed,
         "scenario_file": attrs.get("scenario_file"), "command": attrs.get("command"),
         "fluidcc_version": attrs.get("fluidcc_version"), "created": attrs.get("created"), "wall_s": attrs.get("wall_s"),

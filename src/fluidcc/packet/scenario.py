@@ -25,6 +25,9 @@ File format (every key shown; `#` marks the defaults)::
                               # four per packet the links hold, `exact.receiver_runs_for`, grown
                               # while a run fills it); given, a run that needs more of either
                               # stops or discards data and says so in its status
+    lanes = 256               # flows simulated at once (default: from the flows' starts,
+                              # `exact.lanes_for`, grown while a flow finds none); given, a run
+                              # that needs more stops with status 5
 
     [network]                 # a network file, relative to this file ...
     file = "../networks/parking_lot.toml"
@@ -194,7 +197,7 @@ class Scenario:
 
     duration_s, step_s, sample_s: seconds (step_s, sample_s None: `simulate_exact`'s defaults,
     the lookahead and duration / 1000); pool_size, receiver_runs: the engine's stores (None:
-    `simulate_exact`'s defaults); seeds: one run per seed; text: the scenario file's text; path:
+    `simulate_exact`'s defaults); lanes: flows simulated at once (None: the default); seeds: one run per seed; text: the scenario file's text; path:
     the file (None when built from a mapping). Its packet size is the network's (`packet_bytes`).
     """
 
@@ -207,6 +210,7 @@ class Scenario:
     sample_s: float | None = None
     pool_size: int | None = None
     receiver_runs: int | None = None
+    lanes: int | None = None
     text: str = ""
     path: Path | None = None
 
@@ -293,7 +297,7 @@ class Scenario:
 
 
 #: Fields of `simulate_exact`'s errors named otherwise in a scenario file (its step, sample,
-#: duration, seeds, pool_size and receiver_runs have the file's names).
+#: duration, seeds, pool_size, receiver_runs and lanes have the file's names).
 _SCENARIO_KEYS = {"rate": "protocol.rate"}
 
 
@@ -315,7 +319,8 @@ def run_scenario(scenario: Scenario, progress: Callable[[str], None] | None = No
     try:
         dataset = simulate_exact(scenario.network, scenario.protocol, tables, duration_s=scenario.duration_s,
                                  step_s=scenario.step_s, seeds=list(scenario.seeds), sample_s=scenario.sample_s,
-                                 pool_size=scenario.pool_size, receiver_runs=scenario.receiver_runs)
+                                 pool_size=scenario.pool_size, receiver_runs=scenario.receiver_runs,
+                                 lanes=scenario.lanes)
     except ParameterError as error:
         if error.field in _SCENARIO_KEYS:
             raise type(error)(_SCENARIO_KEYS[error.field], error.value, error.allowed) from None
