@@ -12,7 +12,8 @@ configurations the wall times are fitted by non-negative least squares as
                                       link iterations; counts summed over the runs of a call)
 
 and each configuration's time is split by those costs. One run per call (`--batch 1`, default)
-or batches of seeds (`--batch 8`: the costs are then per batch iteration, shared by the runs).
+or batches of seeds (`--batch 8`, vmapped: the costs are then per iteration of the batch's loops,
+which run until the run with the most work is done, so the largest count of a batch is used).
 
 The configurations: a network whose one flow starts after the end (steps and nothing else); the
 dumbbell of `packet_exact.py` (100 Mb/s, RTPD 80 ms, buffer one BDP, 10 Gb/s interfaces) with 2,
@@ -69,6 +70,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=4.0, help="simulated seconds per run")
     parser.add_argument("--batch", type=int, default=1, help="runs (seeds) per call")
+    parser.add_argument("--batch-mode", choices=("vmap", "threads"), default="vmap",
+                        help="how a call simulates its runs (simulate_exact's batch)")
     parser.add_argument("--out", default=str(HERE / "packet_profile.json"))
     args = parser.parse_args()
     from fluidcc.packet import simulate_exact
@@ -78,7 +81,7 @@ def main() -> int:
     seeds = list(range(args.batch))
     for name, network, protocol, table, options in configurations(args.seconds):
         call = lambda: simulate_exact(network, protocol, table, duration_s=args.seconds, seeds=seeds,  # noqa: E731
-                                      sample_s=args.seconds / 100, **options)
+                                      sample_s=args.seconds / 100, batch=args.batch_mode, **options)
         with clock:
             first, first_wall = timed(call)
         compile_s = clock.seconds
@@ -104,6 +107,7 @@ def main() -> int:
         row["shares"] = {unit: float(x) for unit, x in zip(UNITS, shares)}
         print(f"{row['name']:40s} {row['wall_s']:8.2f} {fit:8.2f} " + " ".join(f"{100 * x:13.0f}%" for x in shares))
     write_json(args.out, {"machine": machine_info(extras=()), "seconds": args.seconds, "batch": args.batch,
+                          "batch_mode": args.batch_mode,
                           "costs_s": dict(zip(UNITS, costs.tolist())), "residual_s": float(residual),
                           "configurations": rows}, announce=True)
     return 0
