@@ -113,6 +113,8 @@ def default_buffers(network: Network) -> np.ndarray:
 CHUNK = 1024
 #: The largest ring (places) whose waiting packets are counted by a scan rather than a bisection.
 RING_SCAN = 1 << 13
+#: Lanes the senders' stage moves together (the busy lanes of a round, a block at a time).
+SENDER_BLOCK = 64
 #: Most sender actions (an event handled or a packet sent) per flow in one step.
 MOST_ACTIONS = 1 << 20
 
@@ -921,11 +923,43 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             # the chunk's ACKs, read once here: the loop then only writes the pool (in place)
             acks = Ack(kind=take(pool.kind, idx_s), ack_no=take(pool.seq, idx_s), echo=take(pool.sent, idx_s),
                        header=take(pool.header, idx_s))
-            return _sender_round(c, theta, key_s, idx_s, begin, count, v, acks)
+            return _sender_blocks(c, theta, key_s, idx_s, begin, count, v, acks)
 
         return jax.lax.while_loop(more_work, round_, c)
 
-    def _sender_round(c, t1, key_s, idx_s, begin, count, v, acks):
+    def _sender_blocks(c, t1, key_s, idx_s, begin, count, v, acks):
+        """The senders' round over the lanes that have something to do before t1 (an ACK of the
+        chunk, an own event, a packet ready), `SENDER_BLOCK` lanes at a time: each lane's actions
+        depend on nothing of the others', so a round costs the busy lanes, not every lane."""
+        if F <= SENDER_BLOCK:
+            return _sender_round(c, t1, key_s, idx_s, begin, count, v, acks, rows, jnp.ones(F, bool))
+        B = SENDER_BLOCK
+        clock = c.counters.clock
+        busy = (count > 0) | (own_next(c.proto, v) < t1) | (protocol.ready(c.proto, params, v.flows, clock)
+                                                            & (clock < t1))
+        busy_lanes = jnp.nonzero(busy, size=F + B, fill_value=F)[0].astype(jnp.int32)  # then F: none
+        n_busy = jnp.sum(busy, dtype=jnp.int32)
+
+        def block(loop):
+            c, k = loop
+            lanes = jax.lax.dynamic_slice(busy_lanes, (k * B,), (B,))
+            ok = lanes < F
+            at = jnp.minimum(lanes, F - 1)
+            part = lambda tree: jax.tree_util.tree_map(lambda a: a[at], tree)  # noqa: E731
+            done = _sender_round(c.replace(proto=part(c.proto), counters=part(c.counters)), t1, key_s, idx_s,
+                                 begin[at], jnp.where(ok, count[at], 0), part(v), acks, lanes, ok)
+            put = lambda full, block_: jax.tree_util.tree_map(  # noqa: E731
+                lambda a, b: a.at[jnp.where(ok, lanes, F)].set(b, mode="drop"), full, block_)
+            return done.replace(proto=put(c.proto, done.proto), counters=put(c.counters, done.counters)), k + 1
+
+        c, _ = jax.lax.while_loop(lambda loop: loop[1] * B < n_busy, block, (c, jnp.asarray(0, jnp.int32)))
+        return c
+
+    def _sender_round(c, t1, key_s, idx_s, begin, count, v, acks, lanes, ok):
+        """The round of the lanes `lanes` (their states in c.proto and c.counters, their view v;
+        those not `ok` do nothing)."""
+        n = begin.shape[0]
+
         def action_time(c, pointer):
             at = jnp.minimum(begin + pointer, S - 1)
             ack_t = jnp.where(pointer < count, key_s[at], jnp.inf)
@@ -936,17 +970,17 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             c, pointer, now, iterations = loop
             _, _, ack_t, own_t = action_time(c, pointer)
             ready = protocol.ready(c.proto, params, v.flows, now) & (now < t1)
-            more = ready | (jnp.minimum(ack_t, own_t) < t1)
+            more = (ready | (jnp.minimum(ack_t, own_t) < t1)) & ok
             return jnp.any(more) & (c.status == 0)
 
         def body(loop, active):
             c, pointer, now, iterations = loop
             at, idx, ack_t, own_t = action_time(c, pointer)
             proto = c.proto
-            ready = protocol.ready(proto, params, v.flows, now) & (now < t1) & active
+            ready = protocol.ready(proto, params, v.flows, now) & (now < t1) & active & ok
             # a flow sends what it may at the current instant before it moves on to its next event
             event_t = jnp.minimum(ack_t, own_t)
-            act = ~ready & (event_t < t1) & active
+            act = ~ready & (event_t < t1) & active & ok
             take_ack = act & (ack_t <= own_t)
             take_own = act & ~take_ack
             now = jnp.where(act, event_t, now)
@@ -978,12 +1012,12 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             target = jnp.where(go, slot, P)
             pool = PacketPool(time=pool.time.at[target].set(arrive, mode="drop"),
                               place=pool.place.at[target].set(v.route[:, 0], mode="drop"),
-                              flow=pool.flow.at[target].set(rows.astype(jnp.int32), mode="drop"),
+                              flow=pool.flow.at[target].set(lanes.astype(jnp.int32), mode="drop"),
                               hop=pool.hop.at[target].set(0, mode="drop"),
                               kind=pool.kind.at[target].set(packet.kind, mode="drop"),
                               seq=pool.seq.at[target].set(packet.seq, mode="drop"),
                               sent=pool.sent.at[target].set(now, mode="drop"),
-                              header=pool.header.at[target].set(packet.header.reshape(F, K), mode="drop"))
+                              header=pool.header.at[target].set(packet.header.reshape(n, K), mode="drop"))
             data = go & (packet.kind == DATA)
             counters = counters.replace(nic_free=jnp.where(go, leave, counters.nic_free),
                                         sent=counters.sent + data, packets_sent=counters.packets_sent + go,
@@ -996,7 +1030,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                           status=status)
             return c, pointer, now, iterations + active
 
-        c, _, now, iterations = event_loop(cond, body, (c, jnp.zeros(F, jnp.int32), c.counters.clock,
+        c, _, now, iterations = event_loop(cond, body, (c, jnp.zeros(n, jnp.int32), c.counters.clock,
                                                         jnp.asarray(0, jnp.int32)))
         work = c.work.replace(sender_rounds=c.work.sender_rounds + 1,
                               sender_iterations=c.work.sender_iterations + iterations)
