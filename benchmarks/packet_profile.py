@@ -8,8 +8,9 @@ round being one chunk of a stage's events sorted; iterations of the senders' loo
 every lane by one action; link iterations, one packet or router timer each). Over the
 configurations the wall times are fitted by non-negative least squares as
 
-    wall = sum_k cost_k * count_k   (k: steps, sender rounds, sender iterations, link rounds,
-                                      link iterations; counts summed over the runs of a call)
+    wall = sum_k cost_k * count_k   (k: steps, sender rounds, sender iterations, sender iterations
+                                      times lanes, link rounds, link iterations; counts summed
+                                      over the runs of a call)
 
 and each configuration's time is split by those costs. One run per call (`--batch 1`, default)
 or batches of seeds (`--batch 8`, vmapped: the costs are then per iteration of the batch's loops,
@@ -19,7 +20,7 @@ The configurations: a network whose one flow starts after the end (steps and not
 dumbbell of `packet_exact.py` (100 Mb/s, RTPD 80 ms, buffer one BDP, 10 Gb/s interfaces) with 2,
 20 and 50 long-lived TCP flows; the same with 20 flows at a tenth of the lookahead as the step;
 short TCP flows (Poisson arrivals, Pareto sizes of mean 25 packets, shape 1.2, on that link with
-RTPD 100 ms) at load 0.5 and 0.9.
+RTPD 100 ms) at load 0.5 and 0.9, and at load 0.5 on 1024 lanes (what a lane costs).
 
 Run:
 
@@ -37,7 +38,9 @@ from scipy.optimize import nnls
 from _harness import CompileClock, machine_info, timed, write_json
 
 HERE = Path(__file__).resolve().parent
-UNITS = ("steps", "sender_rounds", "sender_iterations", "link_rounds", "link_iterations")
+UNITS = ("steps", "sender_rounds", "sender_iterations", "sender_lane_iterations", "link_rounds", "link_iterations")
+#: The counts the engine reports (work_*); sender_lane_iterations is sender_iterations times lanes.
+COUNTED = ("steps", "sender_rounds", "sender_iterations", "link_rounds", "link_iterations")
 
 
 def configurations(seconds: float):
@@ -64,6 +67,8 @@ def configurations(seconds: float):
     for load in (0.5, 0.9):
         arrivals = PoissonArrivals.for_load(load, Pareto(1.2, 25.0), capacity, duration_s=seconds, seed=1)
         yield f"short flows load {load}", dumbbell(1, rtt=0.1), short, arrivals.table(), {}
+    yield "short flows load 0.5, 1024 lanes", dumbbell(1, rtt=0.1), short, PoissonArrivals.for_load(
+        0.5, Pareto(1.2, 25.0), capacity, duration_s=seconds, seed=1).table(), {"lanes": 1024}
 
 
 def main() -> int:
@@ -88,7 +93,8 @@ def main() -> int:
         run, wall = timed(call)
         assert (run.status == 0).all(), f"{name}: {run.message.values}"
         counts = {unit: int(run[f"work_{unit}"].values.max()) if args.batch > 1 else int(run[f"work_{unit}"].sum())
-                  for unit in UNITS}
+                  for unit in COUNTED}
+        counts["sender_lane_iterations"] = counts["sender_iterations"] * int(run.attrs["lanes"])
         events = int(run.link_arrived.sum())
         rows.append({"name": name, "wall_s": wall, "first_call_s": first_wall, "compile_s": compile_s,
                      "link_arrivals": events, "lanes": int(run.attrs["lanes"]), **counts})

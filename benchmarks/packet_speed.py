@@ -146,10 +146,14 @@ def scaling(args, clock) -> dict:
             rows.append({"duration_s": duration, "flows": len(table), **timing, "status": int(run.status[0]),
                          "lanes": int(run.attrs["lanes"]), "lanes_peak": int(run.lanes_peak[0]),
                          "attempts": int(run.attrs["attempts"]), "finished": int(np.isfinite(run.fct.values).sum()),
-                         "wall_per_simulated_s": timing["run_s"] / duration})
+                         "wall_per_simulated_s": timing["run_s"] / duration,
+                         **{f"work_{unit}": int(run[f"work_{unit}"][0]) for unit in
+                            ("steps", "sender_rounds", "sender_iterations", "link_rounds", "link_iterations")}})
             print(f"scaling, {label}: {duration:g} s, {len(table)} flows ({rows[-1]['finished']} finished): "
                   f"{rows[-1]['wall_per_simulated_s']:.4f} wall s per simulated s (lanes {rows[-1]['lanes']}, "
-                  f"peak {rows[-1]['lanes_peak']})", flush=True)
+                  f"peak {rows[-1]['lanes_peak']}); per simulated s, sender iterations "
+                  f"{rows[-1]['work_sender_iterations'] / duration:.0f}, link iterations "
+                  f"{rows[-1]['work_link_iterations'] / duration:.0f}", flush=True)
         change = rows[1]["wall_per_simulated_s"] / rows[0]["wall_per_simulated_s"] - 1.0
         print(f"scaling, {label}: 200 s against 50 s: {100 * change:+.1f} % wall per simulated second", flush=True)
         out[label] = {"runs": rows, "change_pct": 100.0 * change}

@@ -80,7 +80,7 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
                    buffers=None, pool_size: int | None = None, receiver_runs: int | None = None,
                    lanes: int | None = None, batch: str = "auto") -> xr.Dataset:
     """Simulate `protocol` (a `fluidcc.packet.exact_protocols` protocol) on `network` with the exact
-    engine, one run per seed, vmapped.
+    engine, one run per seed, in one call (`batch`).
 
     flows: a `FlowTable` for every run or one per seed (default: one long-lived flow per network
     flow). step_s: the engine's step, at most the lookahead (default: the lookahead; no result
@@ -105,7 +105,7 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     flows found no lane (`flows_without_lane`). No result depends on it.
     batch: how the runs of a call are simulated: "vmap" (one vmapped program: on a GPU the runs go
     side by side), "threads" (one run at a time per thread, as many threads as the machine has
-    cores: on a CPU a vmapped event loop costs each run more than running it alone) or "auto"
+    cores: on a CPU a vmapped event loop costs each run as much as running it alone) or "auto"
     (default: "threads" on a CPU, "vmap" elsewhere). No result depends on it (attribute `batch`).
 
     Returns a dataset over (run, flow) and (run, link): per flow packets sent, delivered, dropped
