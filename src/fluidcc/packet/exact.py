@@ -699,13 +699,14 @@ def _where_lanes(mask, new, old):
 
 def lanes_for(starts: np.ndarray, rtt_s: float, n_flows: int) -> int:
     """The default number of lanes of a run whose flows start at `starts` (s, one row per run; inf:
-    padding): the most flows that start within any window of 4 round trips (the largest), doubled and
+    padding): the most flows that start within any window of 6 round trips (the largest), doubled and
     rounded up to a power of two (at least 64), and at most the flows of the widest run. A flow
     holds its lane from its start until nothing of it is left (its last ACK, its last timer), so
     this is a guess at how many overlap, not a bound; a run that needs more has status 5 and
-    `simulate_exact` runs it again with twice the lanes. (A guess close to the need pays:
-    the senders' stage works over every lane at each of its iterations.)"""
-    window = 4.0 * float(rtt_s)
+    `simulate_exact` runs it again with twice the lanes. (A short flow lives a handshake, its
+    slow start's rounds and its last ACK: some 4-6 round trips. The guess errs on the large side:
+    a lane without work costs the senders' stage nothing, a run again costs the run.)"""
+    window = 6.0 * float(rtt_s)
     most = 1
     for row in np.atleast_2d(starts):
         t = np.sort(row[np.isfinite(row)])
