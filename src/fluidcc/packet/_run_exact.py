@@ -140,7 +140,6 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
                                   or pool_size < 2):
         raise ParameterError("pool_size", pool_size, "a whole number >= 2 of packets and ACKs held at once")
     grow_pool = pool_size is None
-    pool = None if grow_pool else int(pool_size)
     grow_runs = receiver_runs is None
     if grow_runs:
         receiver_runs = receiver_runs_for(plan)
@@ -155,6 +154,7 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     grow_lanes = lanes is None
     lane_count = (lanes_for(start, float(np.max(network.rtt_s)), width) if grow_lanes
                   else int(min(lanes, width)))
+    pool = pool_size_for(plan, lane_count) if grow_pool else int(pool_size)
     params = protocol.params(network, plan, tables)
     arrays = Flows(start=jnp.asarray(start), stop=jnp.asarray(stop), size=jnp.asarray(size))
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
@@ -163,8 +163,6 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     attempts = 0
     while True:
         attempts += 1
-        if grow_pool and pool is None:
-            pool = pool_size_for(plan, lane_count)
         if mode == "vmap" or seeds.size == 1:
             run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs), lane_count, seeds.size)
             out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))

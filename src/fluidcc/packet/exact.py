@@ -67,7 +67,6 @@ STATUS = {0: "ok", 1: "the packet pool was full: a packet could not be sent (rai
           5: "more flows were active at once than the run has lanes: flows found no lane and the run stopped "
              "(raise lanes)"}
 _BIG = np.iinfo(np.int64).max  # above every tie-break key
-_NONE = np.iinfo(np.int32).max // 4  # an empty out-of-order run starts here
 #: The grid every event time is rounded to (s): 2^-32 s, about 0.23 ns (ns-3 keeps whole ns).
 TIME_GRID_S = 2.0 ** -32
 
@@ -665,11 +664,10 @@ def pool_size_for(plan: Plan, flows_width: int) -> int:
 
 class LaneView(NamedTuple):
     """What the stages of a step read of each lane's flow (arrays over lanes): its `Flows` (with
-    its index in the run), route and reverse route (link indices, -1 past the end) and their
+    its index in the run, `flows.index`), route and reverse route (link indices, -1 past the end) and their
     lengths, the fixed delay of its ACKs (back), its access delay and its interface's rate (bytes/s)."""
 
     flows: Flows
-    index: jax.Array
     route: jax.Array
     reverse: jax.Array
     route_length: jax.Array
@@ -767,7 +765,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         """The lanes' flows (lane_flow: index in the run, N: none) as the stages read them."""
         return LaneView(flows=Flows(start=start_x[lane_flow], stop=stop_x[lane_flow], size=size_x[lane_flow],
                                     index=lane_flow),
-                        index=lane_flow, route=route_x[lane_flow], reverse=reverse_x[lane_flow],
+                        route=route_x[lane_flow], reverse=reverse_x[lane_flow],
                         route_length=route_length_x[lane_flow], reverse_length=reverse_length_x[lane_flow],
                         back=back_x[lane_flow], access=access_x[lane_flow], interface=interface_x[lane_flow])
 
@@ -827,18 +825,13 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                                          received=put(o.received, c.receivers.rcv_nxt),
                                          report=jax.tree_util.tree_map(put, o.report, protocol.report(c.proto))))
 
-    def held_by_lane(c):
-        """Per lane: pool slots in use (packets and ACKs of its flow) and out-of-order runs held."""
-        in_pool = jax.ops.segment_sum((c.pool.place != FREE).astype(jnp.int32), c.pool.flow, num_segments=F)
-        return in_pool, c.receivers.runs_of
-
     def lanes_update(c, t1):
         """Free the lanes whose flows are over, then give the flows that start before t1 a lane each."""
         lanes, v = c.lanes, view_of(c.lanes.flow)
-        in_pool, runs = held_by_lane(c)
+        in_pool = jax.ops.segment_sum((c.pool.place != FREE).astype(jnp.int32), c.pool.flow, num_segments=F)
         clock = c.counters.clock
         over = ((lanes.flow < N) & (own_next(c.proto, v) == jnp.inf)
-                & ~protocol.ready(c.proto, params, v.flows, clock) & (in_pool == 0) & (runs == 0))
+                & ~protocol.ready(c.proto, params, v.flows, clock) & (in_pool == 0) & (c.receivers.runs_of == 0))
         c = write_out(c, over)
         flow = jnp.where(over, N, lanes.flow)
         due = jnp.searchsorted(sorted_start, t1, side="left").astype(jnp.int32)  # flows that start before t1
@@ -1111,7 +1104,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             theta, idx, n, stuck = chunk(key_all, t1)
             c = c.replace(status=jnp.where(stuck, 3, c.status))
             key0 = jnp.take(key_all, idx, mode="fill", fill_value=jnp.inf)
-            tie = ((v.index[jnp.take(pool.flow, idx, mode="fill", fill_value=0)].astype(jnp.int64) * KINDS
+            tie = ((v.flows.index[jnp.take(pool.flow, idx, mode="fill", fill_value=0)].astype(jnp.int64) * KINDS
                     + jnp.take(pool.kind, idx, mode="fill", fill_value=0)) * (1 << 32)
                    + jnp.take(pool.seq, idx, mode="fill", fill_value=0))
             _, _, idx_s = jax.lax.sort((key0, tie, idx), num_keys=2)  # the chunk in the total order
