@@ -16,7 +16,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
+
 from fluidcc.network import Flow, Link, Network
+from fluidcc.packet.workloads import FlowTable
 from fluidcc.units import mbps_to_pps
 
 HERE = Path(__file__).resolve().parent
@@ -35,6 +38,12 @@ def network(n: int) -> Network:
     senders = tuple(Flow(f"f{i}", ("bottleneck",), access_delay_s=NIC_TO_BOTTLENECK_S, interface_pps=NIC_PPS)
                     for i in range(n))
     return Network((link,), senders)
+
+
+def dumbbell_tables(n: int, seeds) -> list[FlowTable]:
+    """The dumbbell's flows, one table per seed: n long-lived flows starting uniformly in [0, 1) s."""
+    return [FlowTable(np.random.default_rng(s).uniform(0.0, 1.0, n), np.full(n, np.inf), route=np.arange(n))
+            for s in seeds]
 
 
 def shortflow_network() -> Network:

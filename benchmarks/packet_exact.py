@@ -53,10 +53,10 @@ from scipy import stats
 
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import TCP
-from fluidcc.packet.workloads import FlowTable, read_trace
+from fluidcc.packet.workloads import read_trace
 
 from _harness import machine_info, timed, write_json
-from _packet_scenarios import (HERE, SHORT_BOTTLENECK_PPS, dumbbell_arguments, network, ns3_runs,
+from _packet_scenarios import (HERE, SHORT_BOTTLENECK_PPS, dumbbell_arguments, dumbbell_tables, network, ns3_runs,
                                shortflow_arguments, shortflow_network)
 from _twolink import NS3_ACK_BYTES, add_handshake_option, add_mss_option, ns3_replay, ns3_twolink, seed_list
 
@@ -322,8 +322,7 @@ def main() -> int:
         return run_shortflows(args, seeds)
     if args.scenario == "twolink":
         return run_twolink(args, seeds)
-    tables = [FlowTable(np.random.default_rng(s).uniform(0.0, 1.0, args.flows), np.full(args.flows, np.inf),
-                        route=np.arange(args.flows)) for s in seeds]
+    tables = dumbbell_tables(args.flows, seeds)
     tcp = TCP(limited_transmit=False, mss_bytes=args.mss, handshake_ack=args.handshake_ack)
     run, wall = timed(lambda: simulate_exact(network(args.flows), tcp, tables, duration_s=args.duration, seeds=seeds))
     ours = figures_of(run, args.duration)

@@ -36,6 +36,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 from _harness import CompileClock, machine_info, timed, write_json
+from _packet_scenarios import network, shortflow_network
 
 HERE = Path(__file__).resolve().parent
 UNITS = ("steps", "sender_rounds", "sender_iterations", "sender_lane_iterations", "link_rounds", "link_iterations")
@@ -44,31 +45,27 @@ COUNTED = ("steps", "sender_rounds", "sender_iterations", "link_rounds", "link_i
 
 
 def configurations(seconds: float):
-    from fluidcc.network import Flow, Link, Network
+    from fluidcc.network import Flow, Network
     from fluidcc.packet.exact_protocols import TCP
-    from fluidcc.packet.workloads import Pareto, PoissonArrivals
-    from fluidcc.units import mbps_to_pps
+    from fluidcc.packet.workloads import FlowTable, Pareto, PoissonArrivals
 
-    capacity, nic = mbps_to_pps(100.0), mbps_to_pps(10_000.0)
-
-    def dumbbell(n: int, rtt: float = 0.08, **flow) -> Network:
-        link = Link("bottleneck", capacity, rtt / 2 - 2e-6, buffer_packets=round(capacity * rtt))
-        return Network((link,), tuple(Flow(f"f{i}", ("bottleneck",), access_delay_s=2e-6, interface_pps=nic,
-                                           start_s=i / n, **flow) for i in range(n)))
+    def spread(n: int) -> FlowTable:
+        """n long-lived flows starting i / n s apart."""
+        return FlowTable(np.arange(n) / n, np.full(n, np.inf), route=np.arange(n))
 
     tcp = TCP(initial_window=2, mss_bytes=948)
     short = TCP(initial_window=10, min_rto_s=1.0, mss_bytes=948)
-    late = Network(dumbbell(1).links, (Flow("late", ("bottleneck",), start_s=10 * seconds),))
+    late = Network(network(1).links, (Flow("late", ("bottleneck",), start_s=10 * seconds),))
     yield "idle", late, tcp, None, {}
     for n in (2, 20, 50):
-        yield f"dumbbell {n} flows", dumbbell(n), tcp, None, {}
-    network = dumbbell(20)
-    yield "dumbbell 20 flows, step lookahead/10", network, tcp, None, {"step_s": 0.1 * 0.08 * (1 - 1e-6)}
-    for load in (0.5, 0.9):
-        arrivals = PoissonArrivals.for_load(load, Pareto(1.2, 25.0), capacity, duration_s=seconds, seed=1)
-        yield f"short flows load {load}", dumbbell(1, rtt=0.1), short, arrivals.table(), {}
-    yield "short flows load 0.5, 1024 lanes", dumbbell(1, rtt=0.1), short, PoissonArrivals.for_load(
-        0.5, Pareto(1.2, 25.0), capacity, duration_s=seconds, seed=1).table(), {"lanes": 1024}
+        yield f"dumbbell {n} flows", network(n), tcp, spread(n), {}
+    yield "dumbbell 20 flows, step lookahead/10", network(20), tcp, spread(20), {"step_s": 0.1 * 0.08 * (1 - 1e-6)}
+    links = shortflow_network()
+    arrivals = {load: PoissonArrivals.for_load(load, Pareto(1.2, 25.0), float(links.capacities_pps[0]),
+                                               duration_s=seconds, seed=1).table() for load in (0.5, 0.9)}
+    for load, table in arrivals.items():
+        yield f"short flows load {load}", links, short, table, {}
+    yield "short flows load 0.5, 1024 lanes", links, short, arrivals[0.5], {"lanes": 1024}
 
 
 def main() -> int:
@@ -84,8 +81,8 @@ def main() -> int:
     rows = []
     clock = CompileClock()
     seeds = list(range(args.batch))
-    for name, network, protocol, table, options in configurations(args.seconds):
-        call = lambda: simulate_exact(network, protocol, table, duration_s=args.seconds, seeds=seeds,  # noqa: E731
+    for name, net, protocol, table, options in configurations(args.seconds):
+        call = lambda: simulate_exact(net, protocol, table, duration_s=args.seconds, seeds=seeds,  # noqa: E731
                                       sample_s=args.seconds / 100, batch=args.batch_mode, **options)
         with clock:
             first, first_wall = timed(call)

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from _harness import CompileClock, machine_info, timed, write_json
-from _packet_scenarios import (HERE, dumbbell_arguments, network, ns3_runs, shortflow_arguments,
+from _packet_scenarios import (HERE, dumbbell_arguments, dumbbell_tables, network, ns3_runs, shortflow_arguments,
                                shortflow_network)
 
 PARTS = ("dumbbell", "batch", "shortflows", "scaling")
@@ -46,13 +46,6 @@ def fluidcc_call(call, clock: CompileClock) -> tuple[object, dict]:
     with clock:
         run, wall = timed(call)
     return run, {"wall_s": wall, "compile_s": clock.seconds, "run_s": wall - clock.seconds}
-
-
-def dumbbell_tables(flows: int, seeds: list[int]):
-    from fluidcc.packet.workloads import FlowTable
-
-    return [FlowTable(np.random.default_rng(s).uniform(0.0, 1.0, flows), np.full(flows, np.inf),
-                      route=np.arange(flows)) for s in seeds]
 
 
 def dumbbell(args, clock, seeds: list[int], duration: float, processes: int) -> dict:
