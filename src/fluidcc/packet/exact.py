@@ -972,7 +972,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             at, idx, ack_t, own_t = action_time(c, pointer)
             proto = c.proto
             ready = protocol.ready(proto, params, v.flows, now) & (now < t1) & active & ok
-            # a flow sends what it may at the current instant before it moves on to its next event
+            # a flow sends what it may at the current instant before it moves on to its next event;
+            # one that is not ready takes its next event and sends, if that made it ready, at its
+            # instant in the same iteration (what the next iteration would do first)
             event_t = jnp.minimum(ack_t, own_t)
             act = ~ready & (event_t < t1) & active & ok
             take_ack = act & (ack_t <= own_t)
@@ -990,10 +992,11 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             pool = pool.replace(place=pool.place.at[jnp.where(take_ack, idx, P)].set(FREE, mode="drop"),
                                 time=pool.time.at[jnp.where(take_ack, idx, P)].set(jnp.inf, mode="drop"))
             pointer = pointer + take_ack
-            # the senders that are ready put a packet on the wire
-            go = ready & (now < t1)
-            enough = top >= jnp.sum(go)
-            go = go & enough
+            # the senders that are ready put a packet on the wire (those ready before, whose state
+            # and instant the event left alone, and those the event made ready)
+            want = protocol.ready(proto, params, v.flows, now) & (now < t1) & active & ok
+            enough = top >= jnp.sum(want)
+            go = want & enough
             proto, packet = protocol.send(proto, params, v.flows, now, go)
             rank = jnp.cumsum(go) - go
             slot = free_stack[jnp.clip(top - 1 - rank, 0, P - 1)]
@@ -1018,7 +1021,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                                         acks_received=counters.acks_received + take_ack,
                                         first_sent=jnp.where(go & jnp.isnan(counters.first_sent), now,
                                                              counters.first_sent))
-            status = jnp.where(jnp.any(ready & (now < t1) & ~enough), 1, c.status)
+            status = jnp.where(jnp.any(want) & ~enough, 1, c.status)
             status = jnp.where(active & (iterations >= MOST_ACTIONS), 2, status)
             c = c.replace(pool=pool, free=FreeSlots(stack=free_stack, top=top), proto=proto, counters=counters,
                           status=status)
