@@ -6,20 +6,28 @@ Dumbbell: long-lived TCP NewReno flows through one 100 Mb/s bottleneck, RTPD 80 
 buffer of one BDP (1000 packets); each sender has a 10 Gb/s interface 2 us from the bottleneck.
 Short flows: Poisson arrivals of Pareto flows (shape 1.2, mean 25 packets) on 100 Mb/s, RTPD
 100 ms, buffer one BDP; ns-3 writes its flow table and fluidcc replays it flow for flow.
+
+Scenario files: `ns3_scenario_runs` runs a fluidcc scenario file (`fluidcc.packet.scenario`) of
+TCP on one link in ns-3 (`ns3/shortflows.cc` with the scenario's flow table, link and TCP
+settings), so that one file drives both simulators; `ns3_scenario_arguments` is the translation,
+and refuses, naming the key, what the ns-3 program cannot run as the file says.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
+from fluidcc.errors import ParameterError
 from fluidcc.network import Flow, Link, Network
-from fluidcc.packet.workloads import FlowTable
+from fluidcc.packet.workloads import FlowTable, write_trace
 from fluidcc.units import mbps_to_pps
 
 HERE = Path(__file__).resolve().parent
@@ -86,3 +94,81 @@ def shortflow_arguments(load: float, seed: int, duration: float, drain: float, c
     """The ns-3 short flows' arguments; the program writes its flow table to `csv`."""
     return [f"--load={load:g}", f"--seed={seed}", f"--duration={duration:g}", f"--drain={drain:g}",
             f"--flows-csv={csv}"]
+
+
+#: What ns-3's programs fix and a scenario must therefore say to run there: 1000-byte IP packets of
+#: 948 bytes of payload (`ns3/common.h`), senders behind 10 Gb/s interfaces, ns-3's SYN timeout.
+NS3_PACKET_BYTES = 1000
+NS3_MSS_BYTES = 948.0
+NS3_INTERFACE_PPS = NIC_PPS
+NS3_SYN_TIMEOUT_S = 3.0
+
+
+def ns3_scenario_arguments(scenario, seed: int, trace: Path) -> list[str]:
+    """The arguments of ns-3's `shortflows` that run `scenario` (a `fluidcc.packet.scenario.Scenario`)
+    with the flow table of `seed` written to `trace` (fluidcc's trace format, which the program
+    reads with --flows-in): its one link's capacity, round-trip propagation delay and buffer, its
+    TCP's initial window, minimum RTO and limited transmit, its duration (a Poisson workload: the
+    arrivals, then the rest as drain). Raises ParameterError naming the scenario key of anything
+    the program would run otherwise than the file says (more than one link, a capacity schedule,
+    another protocol or packet size, ...)."""
+    from fluidcc.packet.exact import default_buffers
+    from fluidcc.packet.exact_protocols import TCP
+
+    net, tcp = scenario.network, scenario.protocol
+    if len(net.links) != 1:
+        raise ParameterError("network.links", [link.name for link in net.links],
+                             "ns-3's scenario program runs one link: exactly one")
+    link = net.links[0]
+    if link.schedule:
+        raise ParameterError(f"network: link '{link.name}': schedule", link.schedule,
+                             "none: ns-3's scenario program keeps one capacity")
+    if net.packet_bytes != NS3_PACKET_BYTES:
+        raise ParameterError("network.packet_bytes", net.packet_bytes,
+                             f"{NS3_PACKET_BYTES}: the size of ns-3's full data packets")
+    for flow in net.flows:
+        if flow.interface_pps not in (None, NS3_INTERFACE_PPS):
+            raise ParameterError(f"network: flow '{flow.name}': interface", flow.interface_pps,
+                                 f"10Gbps ({NS3_INTERFACE_PPS:g} packets/s), ns-3's access links, or none")
+    if not isinstance(tcp, TCP):
+        raise ParameterError("protocol.name", type(tcp).__name__.lower(), "tcp: ns-3 runs its own TCP")
+    fixed = {"mss_bytes": (tcp.mss_bytes, NS3_MSS_BYTES, "948: 1000-byte packets less 52 of headers"),
+             "syn_timeout": (tcp.syn_timeout_s, NS3_SYN_TIMEOUT_S, "3s, ns-3's ConnTimeout"),
+             "receive_window": (tcp.receive_window, math.inf, "inf: ns-3's 8 MiB buffers never limit"),
+             "handshake_ack": (tcp.handshake_ack, True, "true: ns-3 answers the SYN-ACK with an ACK")}
+    for key, (value, wanted, allowed) in fixed.items():
+        if value != wanted:
+            raise ParameterError(f"protocol.{key}", value, allowed)
+    if not float(tcp.initial_window).is_integer():
+        raise ParameterError("protocol.initial_window", tcp.initial_window, "a whole number of segments")
+    arrivals = scenario.workload.arrivals_s if scenario.workload.kind == "poisson" else scenario.duration_s
+    arrivals = min(float(arrivals), scenario.duration_s)
+    long_lived = scenario.workload.kind == "long_lived"
+    table = scenario.tables()[list(scenario.seeds).index(seed)]
+    if np.any(np.isfinite(table.stop_s)):
+        raise ParameterError("workload: stop times", table.stop_s[np.isfinite(table.stop_s)][:3],
+                             "none: ns-3's flows send until they are done or the run ends")
+    write_trace(table, trace, net)
+    return [f"--flows-in={trace}", f"--seed={seed}", f"--duration={arrivals!r}",
+            f"--drain={scenario.duration_s - arrivals!r}", f"--capacity-pps={float(net.capacities_pps[0])!r}",
+            f"--rtpd={float(net.rtt_s[scenario.workload.route])!r}", f"--buffer={int(default_buffers(net)[0])}",
+            f"--initial-cwnd={int(tcp.initial_window)}", f"--min-rto={tcp.min_rto_s!r}",
+            f"--limitedTransmit={int(tcp.limited_transmit)}",
+            # long-lived flows each on their own host, as in the dumbbell; short ones share 100
+            f"--hosts={max(1, len(table)) if long_lived else 100}"]
+
+
+def ns3_scenario_runs(scenario, processes: int = 1) -> tuple[list[dict], float]:
+    """Each run (seed) of `scenario` in ns-3, `processes` at a time: (each run's JSON summary with
+    its flow table under "flows_table" (ns-3's per-flow CSV as arrays), the wall seconds of them all)."""
+    with tempfile.TemporaryDirectory() as folder:
+        lists, tables = [], []
+        for seed in dict.fromkeys(scenario.seeds):
+            lists.append(ns3_scenario_arguments(scenario, seed, Path(folder) / f"trace_seed{seed}.csv"))
+            tables.append(Path(folder) / f"ns3_flows_seed{seed}.csv")
+            lists[-1].append(f"--flows-csv={tables[-1]}")
+        results, wall = ns3_runs("shortflows", lists, processes)
+        for result, path in zip(results, tables):
+            rows = np.genfromtxt(path, delimiter=",", names=True, ndmin=1)
+            result["flows_table"] = {name: rows[name] for name in rows.dtype.names}
+    return results, wall

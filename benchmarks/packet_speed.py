@@ -1,19 +1,23 @@
 """The exact engine's speed against ns-3's, on the configurations whose agreement with ns-3
 `packet_exact.py` measures (its default step, TCP as there), each ratio measured in one run.
+One scenario file drives both simulators: fluidcc runs it (`fluidcc.packet.run_scenario`), and
+ns-3's `shortflows` program runs the same file's flows, link and TCP settings
+(`_packet_scenarios.ns3_scenario_runs`).
 
 Parts (`--part`, all by default):
 
-* **dumbbell**: one run of the dumbbell (`_packet_scenarios`, 50 flows, `--duration` 60 s, seed 1)
-  in fluidcc and in ns-3: packets forwarded by the bottleneck per wall second. fluidcc's wall is
-  its call's minus the compilation JAX reports (`CompileClock`; the compilation is given apart).
-* **batch**: `--batch` runs of the dumbbell (seeds 1...) over `--batch-duration` s in one fluidcc
+* **dumbbell**: one run of `examples/scenarios/tcp_dumbbell.toml` (50 long-lived flows,
+  `--duration` 60 s, seed 1) in fluidcc and in ns-3: packets forwarded by the bottleneck per wall
+  second. fluidcc's wall is its call's minus the compilation JAX reports (`CompileClock`; the
+  compilation is given apart).
+* **batch**: the same file with `--batch` seeds (1...) over `--batch-duration` s, in one fluidcc
   call (on a CPU one run per core at a time, `simulate_exact(batch="auto")`), against the same
   runs of ns-3 on `--processes` processes at once (default: as many as the machine has cores):
   packets forwarded per wall second of the whole batch, core for core.
-* **shortflows**: ns-3's short flows at load 0.5 and 0.9 (`--short-duration` s of arrivals, then
-  `--drain` s), its flow table replayed by fluidcc (one run each): wall seconds of each, and the
-  utilization, drop rate and AFCT of both beside them (one seed: a check that the run is the same
-  work, not a comparison; `packet_exact.py --scenario shortflows` gives that over seeds).
+* **shortflows**: `examples/scenarios/tcp_shortflows.toml` at load 0.5 and 0.9
+  (`--short-duration` s of arrivals, then `--drain` s; one run each): wall seconds of each, and
+  the utilization, drop rate and AFCT of both beside them (one seed: a check that the run is the
+  same work, not a comparison; `packet_exact.py --scenario shortflows` gives that over seeds).
 * **scaling**: one workload of short flows (load 0.5, fluidcc's own Poisson arrivals over 200 s)
   simulated over its first 50 s and over all 200 s: wall seconds (compilation excluded) per
   simulated second, which must not grow with the flows that have already finished; with each
@@ -28,15 +32,15 @@ Run:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
 from _harness import CompileClock, machine_info, timed, write_json
-from _packet_scenarios import (HERE, dumbbell_arguments, dumbbell_tables, network, ns3_runs, shortflow_arguments,
-                               shortflow_network)
+from _packet_scenarios import HERE, ns3_scenario_runs, shortflow_network
+
+EXAMPLES = HERE.parent / "examples" / "scenarios"
 
 PARTS = ("dumbbell", "batch", "shortflows", "scaling")
 
@@ -49,15 +53,15 @@ def fluidcc_call(call, clock: CompileClock) -> tuple[object, dict]:
 
 
 def dumbbell(args, clock, seeds: list[int], duration: float, processes: int) -> dict:
-    from fluidcc.packet import simulate_exact
-    from fluidcc.packet.exact_protocols import TCP
+    from fluidcc.packet import Scenario, run_scenario
 
-    tcp = TCP(limited_transmit=False, mss_bytes=948)
-    run, timing = fluidcc_call(lambda: simulate_exact(network(args.flows), tcp, dumbbell_tables(args.flows, seeds),
-                                                      duration_s=duration, seeds=seeds), clock)
+    scenario = Scenario.load(EXAMPLES / "tcp_dumbbell.toml")
+    scenario = dataclasses.replace(scenario, duration_s=duration, seeds=tuple(seeds), sample_s=duration / 1000.0,
+                                   workload=dataclasses.replace(scenario.workload, count=args.flows))
+    run, timing = fluidcc_call(lambda: run_scenario(scenario), clock)
     forwarded = float(run.link_accepted.sum())
-    theirs, ns3_wall = ns3_runs("dumbbell", [dumbbell_arguments(args.flows, s, duration) for s in seeds], processes)
-    ns3_forwarded = float(sum(r["packets_forwarded"] for r in theirs))
+    theirs, ns3_wall = ns3_scenario_runs(scenario, processes)
+    ns3_forwarded = float(sum(r["bottleneck"]["run"]["packets_forwarded"] for r in theirs))
     # one ns-3 process: its own timer of the simulation; several: the wall time of them all
     ns3_time = theirs[0]["wall_s"] if len(seeds) == 1 else ns3_wall
     out = {"seeds": seeds, "duration_s": duration, "flows": args.flows, "ns3_processes": processes,
@@ -65,8 +69,8 @@ def dumbbell(args, clock, seeds: list[int], duration: float, processes: int) -> 
                        "statuses": sorted({int(x) for x in run.status.values}), "batch": run.attrs["batch"],
                        "utilization": float(run.busy.mean()), "mean_queue": float(run.queue_mean.mean())},
            "ns3": {"wall_s": ns3_time, "forwarded": ns3_forwarded, "packets_per_s": ns3_forwarded / ns3_time,
-                   "utilization": float(np.mean([r["utilization"] for r in theirs])),
-                   "mean_queue": float(np.mean([r["mean_queue_packets"] for r in theirs]))}}
+                   "utilization": float(np.mean([r["bottleneck"]["run"]["utilization"] for r in theirs])),
+                   "mean_queue": float(np.mean([r["bottleneck"]["run"]["mean_queue_packets"] for r in theirs]))}}
     out["ratio"] = out["fluidcc"]["packets_per_s"] / out["ns3"]["packets_per_s"]
     print(f"dumbbell, {len(seeds)} run(s) of {duration:g} s: fluidcc {out['fluidcc']['packets_per_s']:,.0f} packets/s "
           f"({timing['run_s']:.1f} s + {timing['compile_s']:.1f} s compiling), ns-3 "
@@ -76,20 +80,17 @@ def dumbbell(args, clock, seeds: list[int], duration: float, processes: int) -> 
 
 
 def shortflows(args, clock, load: float) -> dict:
-    from fluidcc.packet import simulate_exact
-    from fluidcc.packet.exact_protocols import TCP
-    from fluidcc.packet.workloads import read_trace
+    from fluidcc.packet import Scenario, run_scenario
 
-    net = shortflow_network()
-    with tempfile.TemporaryDirectory() as folder:
-        csv = Path(folder) / "flows.csv"
-        r = ns3_runs("shortflows", [shortflow_arguments(load, 1, args.short_duration, args.drain, csv)])[0][0]
-        table = read_trace(csv, net)
-        flows = np.genfromtxt(csv, delimiter=",", names=True)
-    tcp = TCP(initial_window=10, min_rto_s=1.0, mss_bytes=948)
+    scenario = Scenario.load(EXAMPLES / "tcp_shortflows.toml")
     total = args.short_duration + args.drain
-    run, timing = fluidcc_call(lambda: simulate_exact(net, tcp, table, duration_s=total,
-                                                      sample_s=args.short_duration / 1000.0), clock)
+    scenario = dataclasses.replace(scenario, duration_s=total, sample_s=args.short_duration / 1000.0,
+                                   workload=dataclasses.replace(scenario.workload, load=load,
+                                                                arrivals_s=args.short_duration))
+    net, table = scenario.network, scenario.tables()[0]
+    run, timing = fluidcc_call(lambda: run_scenario(scenario), clock)
+    r = ns3_scenario_runs(scenario)[0][0]
+    flows = r["flows_table"]
     v = run.isel(run=0).sel(link="bottleneck")
     arrivals = v.sample_time.values <= args.short_duration + 1e-9
     out = {"load": load, "flows": len(table), "duration_s": args.short_duration, "drain_s": args.drain,

@@ -17,9 +17,15 @@
 // nanosecond, size in packets) with its completion time, so that fluidcc can replay the very same
 // flows; the summary (--out, JSON) holds the link's measures. README.md lists every field.
 //
+// With --flows-in, the flows are not drawn but read from a flow table (fluidcc's trace format:
+// start_s and size_packets, `inf` for a long-lived flow), and --capacity-pps, --rtpd, --buffer,
+// --initial-cwnd and --min-rto set what the constants below otherwise fix: so one fluidcc
+// scenario file of TCP on one link drives both simulators (benchmarks/_packet_scenarios.py).
+//
 // Usage: shortflows [--load=0.9] [--seed=1] [--duration=60] [--drain=30] [--out=PATH]
 //                   [--flows-csv=PATH] [--hosts=100] [--queue-sample=0.001]
-//                   [--sack=0] [--limitedTransmit=1]
+//                   [--sack=0] [--limitedTransmit=1] [--flows-in=PATH] [--capacity-pps=12500]
+//                   [--rtpd=0.1] [--buffer=0] [--initial-cwnd=10] [--min-rto=1]
 // ("--name value" is accepted as well as ns-3's usual "--name=value").
 
 #include "common.h"
@@ -27,6 +33,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,26 +49,25 @@ namespace
 // Scenario constants (packet sizes, access links and socket buffers: common.h).
 // ---------------------------------------------------------------------------
 
+// The defaults of --capacity-pps, --rtpd and --buffer:
 // "100 Mb/s" counted in 1000-byte data packets: 12 500 packets per second, i.e. 100.2 Mb/s on
 // the wire (common.h: WireBitsPerSecond).
-constexpr uint64_t kBottleneckPacketsPerSecond = 12500;
+constexpr double kBottleneckPacketsPerSecond = 12500.0;
 
 // Round-trip propagation delay 100 ms: the bottleneck carries all of it but the access links'
-// 1 us each way, so that 2 * (access + bottleneck + access) = 100 ms exactly.
-constexpr int64_t kRtpdUs = 100000;
-constexpr int64_t kBottleneckDelayUs = kRtpdUs / 2 - 2 * kAccessDelayUs; // 49 998 us
+// 1 us each way, so that 2 * (access + bottleneck + access) = 100 ms exactly (49 998 us).
+constexpr double kRtpdS = 0.1;
 
-// Buffer: one bandwidth-delay product, 12 500 packets/s * 100 ms = 1250 packets.
-constexpr uint32_t kBottleneckQueuePackets = kBottleneckPacketsPerSecond * kRtpdUs / 1000000;
+// Buffer: one bandwidth-delay product, 12 500 packets/s * 100 ms = 1250 packets (--buffer=0).
 
 // Flow sizes: Pareto, shape 1.2, mean 25 packets (the RCP paper's short-flow workload).
 constexpr double kParetoShape = 1.2;
 constexpr double kMeanFlowPackets = 25.0;
 
 // TCP as dumbbell.cc configures it, but with the initial window and minimum RTO of the
-// short-flow experiments: 10 segments (RFC 6928) and 1 s (RFC 6298).
+// short-flow experiments: 10 segments (RFC 6928) and 1 s (RFC 6298) (--initial-cwnd, --min-rto).
 constexpr uint32_t kInitialCwndSegments = 10;
-constexpr int64_t kMinRtoMs = 1000;
+constexpr double kMinRtoS = 1.0;
 
 // Sender ports: flow i leaves sender host i % hosts from port kFirstSenderPort + i / hosts, so
 // that (sender address, port) names the flow; below 49 152, ns-3's ephemeral range, so that no
@@ -130,11 +138,11 @@ ParetoScaleForRoundedMean(double shape, double mean)
     return 0.5 * (lo + hi);
 }
 
-// One flow of the workload, as drawn.
+// One flow of the workload, as drawn (or read: --flows-in).
 struct Arrival
 {
     int64_t startNs;
-    uint64_t sizePackets;
+    uint64_t sizePackets; // 0: long-lived (read as inf)
 };
 
 // Poisson arrivals at `ratePerS` in [0, duration): exponential gaps, each rounded to the
@@ -166,6 +174,61 @@ DrawArrivals(double ratePerS, int64_t durationNs, double shape, double scale)
     return out;
 }
 
+// A flow table in fluidcc's trace format (fluidcc.packet.workloads.read_trace): a header row
+// naming the columns, then one row per flow; start_s (seconds) and size_packets (a whole number,
+// or inf: long-lived, size 0 here) are read, every other column is ignored. Start times are
+// rounded to the nanosecond, ns-3's time unit.
+std::vector<Arrival>
+ReadArrivals(const std::string& path)
+{
+    std::ifstream in(path);
+    NS_ABORT_MSG_IF(!in, "cannot read --flows-in " << path);
+    std::string line;
+    NS_ABORT_MSG_IF(!std::getline(in, line), "--flows-in " << path << ": no header row");
+    auto split = [](const std::string& text) {
+        std::vector<std::string> cells;
+        std::stringstream stream(text);
+        std::string cell;
+        while (std::getline(stream, cell, ','))
+        {
+            while (!cell.empty() && (cell.back() == '\r' || cell.back() == ' '))
+            {
+                cell.pop_back();
+            }
+            cells.push_back(cell);
+        }
+        return cells;
+    };
+    const std::vector<std::string> header = split(line);
+    int startColumn = -1;
+    int sizeColumn = -1;
+    for (int c = 0; c < static_cast<int>(header.size()); ++c)
+    {
+        startColumn = header[c] == "start_s" ? c : startColumn;
+        sizeColumn = header[c] == "size_packets" ? c : sizeColumn;
+    }
+    NS_ABORT_MSG_IF(startColumn < 0 || sizeColumn < 0,
+                    "--flows-in " << path << ": the header must name start_s and size_packets");
+    std::vector<Arrival> out;
+    for (uint64_t row = 2; std::getline(in, line); ++row)
+    {
+        if (line.empty())
+        {
+            continue;
+        }
+        const std::vector<std::string> cells = split(line);
+        NS_ABORT_MSG_IF(static_cast<int>(cells.size()) <= std::max(startColumn, sizeColumn),
+                        "--flows-in " << path << ", line " << row << ": too few columns");
+        const double start = std::stod(cells[startColumn]);
+        const double size = std::stod(cells[sizeColumn]);
+        NS_ABORT_MSG_IF(!(start >= 0.0) || !(size >= 1.0) || (std::isfinite(size) && size != std::floor(size)),
+                        "--flows-in " << path << ", line " << row
+                                      << ": start_s must be >= 0 and size_packets a whole number >= 1 or inf");
+        out.push_back({std::llround(start * 1e9), std::isfinite(size) ? static_cast<uint64_t>(size) : 0});
+    }
+    return out;
+}
+
 } // namespace
 
 int
@@ -181,6 +244,12 @@ main(int argc, char* argv[])
     double queueSampleS = 0.001;
     bool sack = false;
     bool limitedTransmit = true; // ns-3's default (RFC 3042), as in dumbbell.cc
+    std::string flowsIn;
+    double capacityPps = kBottleneckPacketsPerSecond;
+    double rtpdS = kRtpdS;
+    uint32_t bufferPackets = 0;
+    uint32_t initialCwnd = kInitialCwndSegments;
+    double minRtoS = kMinRtoS;
 
     CommandLine cmd(__FILE__);
     cmd.AddValue("load", "offered load rho = lambda E[L] / C, in (0, 1)", load);
@@ -193,8 +262,18 @@ main(int argc, char* argv[])
     cmd.AddValue("queue-sample", "period of the queue samples, seconds", queueSampleS);
     cmd.AddValue("sack", "enable TCP SACK (default: off)", sack);
     cmd.AddValue("limitedTransmit", "enable RFC 3042 limited transmit", limitedTransmit);
+    cmd.AddValue("flows-in", "flow table to run instead of drawing flows (start_s, size_packets)", flowsIn);
+    cmd.AddValue("capacity-pps", "bottleneck capacity, 1000-byte packets per second", capacityPps);
+    cmd.AddValue("rtpd", "round-trip propagation delay, seconds", rtpdS);
+    cmd.AddValue("buffer", "bottleneck buffer, packets (0: one BDP)", bufferPackets);
+    cmd.AddValue("initial-cwnd", "initial congestion window, segments", initialCwnd);
+    cmd.AddValue("min-rto", "minimum retransmission timeout, seconds", minRtoS);
     ParseCommandLine(cmd, argc, argv);
-    NS_ABORT_MSG_IF(!(load > 0.0 && load < 1.0), "--load must lie in (0, 1)");
+    NS_ABORT_MSG_IF(flowsIn.empty() && !(load > 0.0 && load < 1.0), "--load must lie in (0, 1)");
+    NS_ABORT_MSG_IF(!(capacityPps > 0.0), "--capacity-pps must be > 0");
+    NS_ABORT_MSG_IF(!(rtpdS > 4 * kAccessDelayUs * 1e-6), "--rtpd must exceed the access links' 4 us");
+    NS_ABORT_MSG_IF(initialCwnd == 0, "--initial-cwnd must be at least 1");
+    NS_ABORT_MSG_IF(!(minRtoS > 0.0), "--min-rto must be > 0 s");
     NS_ABORT_MSG_IF(!(durationS > 0.0), "--duration must be > 0 s");
     NS_ABORT_MSG_IF(!(drainS >= 0.0), "--drain must be >= 0 s");
     NS_ABORT_MSG_IF(hosts == 0, "--hosts must be at least 1");
@@ -210,11 +289,29 @@ main(int argc, char* argv[])
     // ---------------------------------------------------------------------
     // Workload: lambda = rho C / E[L] flows per second.
     // ---------------------------------------------------------------------
-    const double capacityPps = static_cast<double>(kBottleneckPacketsPerSecond);
-    const double ratePerS = load * capacityPps / kMeanFlowPackets;
+    // With --flows-in: the table's flows (those that start before --duration; the rest never would).
+    const double ratePerS = flowsIn.empty() ? load * capacityPps / kMeanFlowPackets : NAN;
     const double scale = ParetoScaleForRoundedMean(kParetoShape, kMeanFlowPackets);
-    const std::vector<Arrival> arrivals =
-        DrawArrivals(ratePerS, arrivalsEnd.GetNanoSeconds(), kParetoShape, scale);
+    std::vector<Arrival> arrivals;
+    if (flowsIn.empty())
+    {
+        arrivals = DrawArrivals(ratePerS, arrivalsEnd.GetNanoSeconds(), kParetoShape, scale);
+    }
+    else
+    {
+        for (const Arrival& a : ReadArrivals(flowsIn))
+        {
+            if (a.startNs < arrivalsEnd.GetNanoSeconds())
+            {
+                arrivals.push_back(a);
+            }
+        }
+    }
+    const int64_t rtpdNs = std::llround(rtpdS * 1e9);
+    const int64_t bottleneckDelayNs = rtpdNs / 2 - 2 * kAccessDelayUs * 1000;
+    const uint32_t queuePackets =
+        bufferPackets > 0 ? bufferPackets : static_cast<uint32_t>(std::llround(capacityPps * rtpdS));
+    const auto bottleneckBps = static_cast<uint64_t>(std::llround(capacityPps * kWirePacketBytes * 8));
     const uint64_t portsPerHost = kLastSenderPort - kFirstSenderPort + 1;
     NS_ABORT_MSG_IF(arrivals.size() > portsPerHost * hosts,
                     arrivals.size() << " flows need more sender ports: raise --hosts");
@@ -223,8 +320,8 @@ main(int argc, char* argv[])
     // TCP and topology.
     // ---------------------------------------------------------------------
     TcpOptions tcp;
-    tcp.initialCwndSegments = kInitialCwndSegments;
-    tcp.minRto = MilliSeconds(kMinRtoMs);
+    tcp.initialCwndSegments = initialCwnd;
+    tcp.minRto = NanoSeconds(std::llround(minRtoS * 1e9));
     tcp.sack = sack;
     tcp.limitedTransmit = limitedTransmit;
     ConfigureNewReno(tcp);
@@ -239,9 +336,8 @@ main(int argc, char* argv[])
 
     PointToPointHelper access =
         PointToPointLink(kAccessBps, MicroSeconds(kAccessDelayUs), kAccessQueuePackets);
-    PointToPointHelper bottleneck = PointToPointLink(WireBitsPerSecond(kBottleneckPacketsPerSecond),
-                                                     MicroSeconds(kBottleneckDelayUs),
-                                                     kBottleneckQueuePackets);
+    PointToPointHelper bottleneck =
+        PointToPointLink(bottleneckBps, NanoSeconds(bottleneckDelayNs), queuePackets);
     LinkInstaller links;
     auto [bnDevices, bnIfs] = links.Connect(bottleneck, routers.Get(0), routers.Get(1));
     NetDeviceContainer accessDevices;
@@ -325,11 +421,13 @@ main(int argc, char* argv[])
     uint64_t synDrops = 0;
     uint64_t flowsWithSynDrop = 0;
     uint64_t packetsOffered = 0;
+    uint64_t longLived = 0;
     double fctSum = 0.0;
     for (uint32_t i = 0; i < arrivals.size(); ++i)
     {
         const Flow& f = flows.Flows()[i];
-        packetsOffered += arrivals[i].sizePackets;
+        packetsOffered += arrivals[i].sizePackets; // 0 for a long-lived flow
+        longLived += arrivals[i].sizePackets == 0;
         if (f.finishNs >= 0)
         {
             ++finished;
@@ -354,9 +452,9 @@ main(int argc, char* argv[])
             const int64_t start = arrivals[i].startNs;
             std::fprintf(
                 csv,
-                "%s,%llu,%s,%u,%u,%u,%s,%llu,%llu,%llu,%llu,%llu,%d\n",
+                "%s,%s,%s,%u,%u,%u,%s,%llu,%llu,%llu,%llu,%llu,%d\n",
                 ExactSeconds(start).c_str(),
-                static_cast<unsigned long long>(arrivals[i].sizePackets),
+                arrivals[i].sizePackets > 0 ? std::to_string(arrivals[i].sizePackets).c_str() : "inf",
                 f.finishNs >= 0 ? ExactSeconds(f.finishNs - start).c_str() : "",
                 i,
                 i % hosts,
@@ -381,29 +479,31 @@ main(int argc, char* argv[])
 
     const LossEvents losses = flows.TotalLosses();
     Json parameters = Json::Object();
-    parameters.Set("load", load)
+    parameters.Set("load", flowsIn.empty() ? load : NAN) // a table's load is its own
         .Set("seed", seed)
         .Set("duration_s", durationS)
         .Set("drain_s", drainS)
         .Set("hosts", hosts)
         .Set("capacity_pps", capacityPps)
-        .Set("bottleneck_bps", WireBitsPerSecond(kBottleneckPacketsPerSecond))
-        .Set("rtpd_s", kRtpdUs / 1e6)
-        .Set("buffer_packets", kBottleneckQueuePackets)
+        .Set("bottleneck_bps", bottleneckBps)
+        .Set("rtpd_s", rtpdNs * 1e-9)
+        .Set("buffer_packets", queuePackets)
         .Set("packet_bytes", kIpPacketBytes)
         .Set("segment_payload_bytes", kSegmentBytes)
         .Set("pareto_shape", kParetoShape)
         .Set("mean_size_packets", kMeanFlowPackets)
         .Set("pareto_scale_packets", scale)
         .Set("arrival_rate_per_s", ratePerS)
-        .Set("initial_cwnd_segments", kInitialCwndSegments)
-        .Set("min_rto_s", kMinRtoMs / 1e3)
+        .Set("initial_cwnd_segments", initialCwnd)
+        .Set("min_rto_s", minRtoS)
+        .Set("flows_in", flowsIn)
         .Set("sack", sack)
         .Set("limited_transmit", limitedTransmit)
         .Set("queue_sample_s", queueSampleS);
 
     Json workload = Json::Object();
     workload.Set("flows", arrivals.size())
+        .Set("long_lived", longLived)
         .Set("packets_offered", packetsOffered)
         .Set("sample_load", packetsOffered / (capacityPps * durationS));
 

@@ -217,6 +217,11 @@ def test_the_examples_load():
     table = tcp.tables()[0]
     assert len(table) == 50 and np.all(table.start_s < 1.0) and np.all(np.isinf(table.size_packets))
     assert tcp.network.links[0].buffer_packets == 1000
+    short = Scenario.load(EXAMPLES / "tcp_shortflows.toml")  # ns-3's shortflows.cc, as a scenario file
+    assert short.protocol == TCP(initial_window=10.0, min_rto_s=1.0, mss_bytes=948.0)
+    assert short.offered_load == 0.5 and short.workload.arrivals_s == 100.0 and short.duration_s == 120.0
+    assert short.bottleneck_capacity_pps == pytest.approx(12500.0) and short.rtpd_s == pytest.approx(0.1)
+    assert short.network.links[0].buffer_packets == 1250 and short.workload.sizes.mean_packets == 25
 
 
 TRACE_CSV = "start_s,size_packets,route,stop_s,fct_s\n0.5,4,short,inf,0.1\n0,inf,long,2.5,nan\n0.25,2,short,inf,0.2\n"
