@@ -21,7 +21,11 @@ Parts (`--part`, all by default):
 * **scaling**: one workload of short flows (load 0.5, fluidcc's own Poisson arrivals over 200 s)
   simulated over its first 50 s and over all 200 s: wall seconds (compilation excluded) per
   simulated second, which must not grow with the flows that have already finished; with each
-  run's default lanes, then with one lane count for both (the larger default).
+  run's default lanes, then with one lane count for both (the larger default). Once with the
+  Pareto sizes of the short flows (shape 1.2, mean 25: the load of a stretch of arrivals varies
+  widely, so the 200 s hold more work per second than their first 50 s), once with exponential
+  sizes of the same mean (`--scaling-sizes`), whose load is steady: the engine's own cost per
+  simulated second apart from the workload's. Each run's work per simulated second beside it.
 
 Run:
 
@@ -114,14 +118,15 @@ def shortflows(args, clock, load: float) -> dict:
     return out
 
 
-def scaling(args, clock) -> dict:
+def scaling(args, clock, sizes_kind: str) -> dict:
     from fluidcc.packet import simulate_exact
     from fluidcc.packet.exact import lanes_for
     from fluidcc.packet.exact_protocols import TCP
-    from fluidcc.packet.workloads import FlowTable, Pareto, PoissonArrivals
+    from fluidcc.packet.workloads import Exponential, FlowTable, Pareto, PoissonArrivals
 
     net = shortflow_network()
-    whole = PoissonArrivals.for_load(0.5, Pareto(1.2, 25.0), float(net.capacities_pps[0]), duration_s=200.0,
+    sizes = Pareto(1.2, 25.0) if sizes_kind == "pareto" else Exponential(25.0)
+    whole = PoissonArrivals.for_load(0.5, sizes, float(net.capacities_pps[0]), duration_s=200.0,
                                      seed=1).table()
     tcp = TCP(initial_window=10, min_rto_s=1.0, mss_bytes=948)
     # the lanes of each run's own default, then the larger of the two for both (the default guess
@@ -143,13 +148,13 @@ def scaling(args, clock) -> dict:
                          "wall_per_simulated_s": timing["run_s"] / duration,
                          **{f"work_{unit}": int(run[f"work_{unit}"][0]) for unit in
                             ("steps", "sender_rounds", "sender_iterations", "link_rounds", "link_iterations")}})
-            print(f"scaling, {label}: {duration:g} s, {len(table)} flows ({rows[-1]['finished']} finished): "
+            print(f"scaling, {sizes_kind} sizes, {label}: {duration:g} s, {len(table)} flows ({rows[-1]['finished']} finished): "
                   f"{rows[-1]['wall_per_simulated_s']:.4f} wall s per simulated s (lanes {rows[-1]['lanes']}, "
                   f"peak {rows[-1]['lanes_peak']}); per simulated s, sender iterations "
                   f"{rows[-1]['work_sender_iterations'] / duration:.0f}, link iterations "
                   f"{rows[-1]['work_link_iterations'] / duration:.0f}", flush=True)
         change = rows[1]["wall_per_simulated_s"] / rows[0]["wall_per_simulated_s"] - 1.0
-        print(f"scaling, {label}: 200 s against 50 s: {100 * change:+.1f} % wall per simulated second", flush=True)
+        print(f"scaling, {sizes_kind} sizes, {label}: 200 s against 50 s: {100 * change:+.1f} % wall per simulated second", flush=True)
         out[label] = {"runs": rows, "change_pct": 100.0 * change}
     return out
 
@@ -165,6 +170,8 @@ def main() -> int:
                         help="ns-3 processes at once beside the batch (default: the machine's cores)")
     parser.add_argument("--short-duration", type=float, default=100.0, help="short flows: seconds of arrivals")
     parser.add_argument("--drain", type=float, default=20.0, help="short flows: seconds after the arrivals")
+    parser.add_argument("--scaling-sizes", nargs="+", choices=("pareto", "exponential"),
+                        default=["pareto", "exponential"], help="scaling: the flow sizes of the workload")
     parser.add_argument("--out", default=str(HERE / "packet_speed.json"))
     args = parser.parse_args()
     clock = CompileClock()
@@ -176,7 +183,7 @@ def main() -> int:
     if "shortflows" in args.part:
         result["shortflows"] = [shortflows(args, clock, load) for load in (0.5, 0.9)]
     if "scaling" in args.part:
-        result["scaling"] = scaling(args, clock)
+        result["scaling"] = {kind: scaling(args, clock, kind) for kind in args.scaling_sizes}
     write_json(args.out, result, announce=True)
     return 0
 
