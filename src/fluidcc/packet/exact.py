@@ -107,6 +107,12 @@ def default_buffers(network: Network) -> np.ndarray:
                      else max(1.0, math.ceil(capacity[l] * rtt[l])) for l, link in enumerate(network.links)])
 
 
+#: The links' series over the samples (`EngineState.bins`, last axis): the first `BINS_IN` are
+#: counted in the sample a packet arrives in, the others in the sample its service begins in.
+BIN_FIELDS = ("arrived", "accepted", "dropped", "wait_in_n", "wait_in_sum", "served_bytes", "wait_out_n",
+              "wait_out_sum")
+BINS_IN = 5
+
 #: Most events a stage takes in one chunk (a chunk is sorted once; a sort of the whole pool costs
 #: more on a CPU than the rest of a step).
 CHUNK = 1024
@@ -495,14 +501,15 @@ class FlowCounters(_Record):
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class EngineState(_Record):
-    """The whole state of one run, carried from step to step. bins and observed are dicts of
-    series over the samples (keyed by the output names); proto and router belong to the protocol
-    (pytrees of its choosing); status is the run's code (`STATUS`)."""
+    """The whole state of one run, carried from step to step. bins: the links' series over the
+    samples, (sample, link, `BIN_FIELDS`) in one array (a link event adds to it with two writes,
+    not one per series); observed: a dict of series (keyed by the output names); proto and router
+    belong to the protocol (pytrees of its choosing); status is the run's code (`STATUS`)."""
 
     pool: PacketPool
     free: FreeSlots
     links: LinkState
-    bins: dict
+    bins: jax.Array
     receivers: Receivers
     counters: FlowCounters
     proto: Any
@@ -792,9 +799,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     links = LinkState(free_at=jnp.zeros(L), ring=jnp.zeros((L, R)), accepted=jnp.zeros(L, jnp.int32),
                       arrived=jnp.zeros(L, jnp.int32), dropped=jnp.zeros(L, jnp.int32),
                       data_accepted=jnp.zeros(L, jnp.int32), busy_s=jnp.zeros(L))
-    bins = {name: jnp.zeros((n_bins + 1, L)) for name in
-            ("arrived", "accepted", "dropped", "served_bytes", "wait_in_n", "wait_in_sum", "wait_out_n",
-             "wait_out_sum")}
+    bins = jnp.zeros((n_bins + 1, L, len(BIN_FIELDS)))
     receivers = Receivers(rcv_nxt=jnp.zeros(F, jnp.int32), ts_recent=jnp.zeros(F),
                           run_flow=jnp.full(receiver_runs, F, jnp.int32),
                           run_s=jnp.zeros(receiver_runs, jnp.int32), run_e=jnp.zeros(receiver_runs, jnp.int32),
@@ -1161,15 +1166,13 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                                   jnp.maximum(jnp.minimum(leave, end_s) - begin, 0.0), mode="drop"))
             b_in, b_out = bin_of(arrival), bin_of(begin)
             waits = accept & (begin > arrival)
-            lw = jnp.where(waits, l, L)
-            bins = {"arrived": bins["arrived"].at[b_in, lp].add(1.0, mode="drop"),
-                    "accepted": bins["accepted"].at[b_in, la].add(1.0, mode="drop"),
-                    "dropped": bins["dropped"].at[b_in, jnp.where(drop, l, L)].add(1.0, mode="drop"),
-                    "served_bytes": bins["served_bytes"].at[b_out, la].add(nbytes, mode="drop"),
-                    "wait_in_n": bins["wait_in_n"].at[b_in, lw].add(1.0, mode="drop"),
-                    "wait_in_sum": bins["wait_in_sum"].at[b_in, lw].add(arrival, mode="drop"),
-                    "wait_out_n": bins["wait_out_n"].at[b_out, lw].add(1.0, mode="drop"),
-                    "wait_out_sum": bins["wait_out_sum"].at[b_out, lw].add(begin, mode="drop")}
+            # BIN_FIELDS: what the packet adds in the sample it arrives in, and in the one it begins
+            # service in (0 where it does not count: the sums are those of adding only where it does)
+            added_in = jnp.where(jnp.stack([on_packet, accept, drop, waits, waits]),
+                                 jnp.stack([1.0, 1.0, 1.0, 1.0, arrival]), 0.0)
+            added_out = jnp.where(jnp.stack([accept, waits, waits]), jnp.stack([nbytes, 1.0, begin]), 0.0)
+            bins = bins.at[b_in, l, :BINS_IN].add(added_in, mode="drop")
+            bins = bins.at[b_out, l, BINS_IN:].add(added_out, mode="drop")
             router_passed, header = protocol.router_packet(c.router, params, l, arrival, kind, slot.header,
                                                            waiting, accept)
             router = jax.tree_util.tree_map(lambda timed, passed, old: jnp.where(fire, timed, jnp.where(on_packet, passed, old)),
@@ -1250,6 +1253,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     status = jnp.where((carry.status == 0) & (jnp.sum(out.counters.discarded) > 0), 4, carry.status)
     counters = {k: v for k, v in out.counters.as_dict().items() if k not in ("nic_free", "clock")}
     return {**counters, "in_flight": in_flight, "held": held, "received": out.received,
-            "stored": stored, "receiver_runs_peak": rx.peak, "links": carry.links.as_dict(), "bins": carry.bins,
+            "stored": stored, "receiver_runs_peak": rx.peak, "links": carry.links.as_dict(),
+            "bins": {name: carry.bins[..., k] for k, name in enumerate(BIN_FIELDS)},
             "protocol": out.report, "router": carry.router, "observed": carry.observed, "status": status,
             "lanes_peak": carry.lanes.peak, "flows_without_lane": carry.lanes.short, "work": carry.work.as_dict()}
