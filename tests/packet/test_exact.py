@@ -229,12 +229,19 @@ def test_the_engine_state_is_a_typed_pytree():
     pass through jit as their own type, and `replace` leaves the original unchanged."""
     from fluidcc.packet.exact import EngineState, PacketPool
 
-    pool = PacketPool(*(jnp.zeros(3) for _ in range(8)))
+    pool = PacketPool.of(time=jnp.full(3, jnp.inf), place=-1, flow=jnp.arange(3), hop=0, kind=0, seq=0, sent=0.0,
+                         header=jnp.zeros((3, 2)))
     leaves = jax.tree_util.tree_flatten_with_path(pool)[0]
-    assert [jax.tree_util.keystr(path) for path, _ in leaves] == [
-        ".time", ".place", ".flow", ".hop", ".kind", ".seq", ".sent", ".header"]
-    moved = jax.jit(lambda p: p.replace(seq=p.seq + 1))(pool)
-    assert isinstance(moved, PacketPool) and float(moved.seq[0]) == 1.0 and float(pool.seq[0]) == 0.0
+    assert [jax.tree_util.keystr(path) for path, _ in leaves] == [".whole", ".real"]  # a row per slot
+    assert pool.whole.shape == (3, 5) and pool.real.shape == (3, 4) and pool.header.shape == (3, 2)
+    assert list(pool.flow) == [0, 1, 2] and bool(jnp.all(pool.place == -1)) and bool(jnp.all(jnp.isinf(pool.time)))
+    row = PacketPool.of(time=2.5, place=0, flow=7, hop=1, kind=2, seq=9, sent=1.5, header=jnp.ones(2))
+    moved = jax.jit(lambda p, r: p.put(1, r))(pool, row)  # one slot written whole, the others kept
+    assert isinstance(moved, PacketPool) and int(moved.seq[1]) == 9 and float(moved.time[1]) == 2.5
+    assert int(moved.flow[2]) == 2 and int(pool.seq[1]) == 0 and float(moved.header[1, 1]) == 1.0
+    assert int(pool.put(3, row).flow[2]) == 2  # a slot past the pool: nothing written
+    grown = jax.jit(lambda p: p.replace(whole=p.whole + 1))(pool)
+    assert isinstance(grown, PacketPool) and int(grown.seq[0]) == 1 and int(pool.seq[0]) == 0
     assert [f.name for f in dataclasses.fields(EngineState)] == [
         "pool", "free", "links", "bins", "receivers", "counters", "proto", "router", "observed", "status", "lanes",
         "outputs", "work"]

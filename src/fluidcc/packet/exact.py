@@ -420,16 +420,38 @@ class PacketPool(_Record):
     time: when it reaches its next place (s; inf: not before the end). place: a link index, L (the
     sender, for ACKs), L + 1 (at the receiver, parked after the end) or FREE. flow, hop (index on
     its route or reverse route), kind (DATA, ACK, SYN, SYNACK, HANDSHAKE_ACK), seq (data: its
-    sequence number; ACKs: the cumulative ACK), sent (data: send time; ACKs: the echoed timestamp), header (P, K)."""
+    sequence number; ACKs: the cumulative ACK), sent (data: send time; ACKs: the echoed timestamp), header (P, K).
 
-    time: jax.Array
-    place: jax.Array
-    flow: jax.Array
-    hop: jax.Array
-    kind: jax.Array
-    seq: jax.Array
-    sent: jax.Array
-    header: jax.Array
+    Stored as two arrays, a row per slot: `whole` (..., 5) int32 (place, flow, hop, kind, seq)
+    and `real` (..., 2 + K) float64 (time, sent, header), so that a packet's fields are written
+    with two operations, not eight; the fields are views of their columns. The same record holds
+    one packet (rows of shape (5,) and (2 + K,)) or a chunk of them."""
+
+    whole: jax.Array
+    real: jax.Array
+
+    place = property(lambda self: self.whole[..., 0])
+    flow = property(lambda self: self.whole[..., 1])
+    hop = property(lambda self: self.whole[..., 2])
+    kind = property(lambda self: self.whole[..., 3])
+    seq = property(lambda self: self.whole[..., 4])
+    time = property(lambda self: self.real[..., 0])
+    sent = property(lambda self: self.real[..., 1])
+    header = property(lambda self: self.real[..., 2:])
+
+    @classmethod
+    def of(cls, *, time, place, flow, hop, kind, seq, sent, header) -> "PacketPool":
+        """Rows of these fields (arrays of one shape, header with K more columns; scalars broadcast)."""
+        fields = [jnp.asarray(x) for x in (place, flow, hop, kind, seq, time, sent)]
+        shape = jnp.broadcast_shapes(*(x.shape for x in fields), jnp.shape(header)[:-1])
+        ints = [jnp.broadcast_to(x.astype(jnp.int32), shape) for x in fields[:5]]
+        reals = [jnp.broadcast_to(x.astype(jnp.float64), shape) for x in fields[5:]]
+        return cls(whole=jnp.stack(ints, axis=-1), real=jnp.concatenate([jnp.stack(reals, axis=-1), header], axis=-1))
+
+    def put(self, slots, rows: "PacketPool") -> "PacketPool":
+        """The pool with `rows` written at `slots` (a slot past the pool: nothing written)."""
+        return PacketPool(whole=self.whole.at[slots].set(rows.whole, mode="drop"),
+                          real=self.real.at[slots].set(rows.real, mode="drop"))
 
 
 @jax.tree_util.register_dataclass
@@ -480,22 +502,35 @@ class Receivers(_Record):
 @dataclass(frozen=True)
 class FlowCounters(_Record):
     """Per flow (F): what the engine counts (the run's per-flow outputs, `simulate_exact`), when
-    its interface is next free (nic_free, s) and its sender's clock (the instant it has reached)."""
+    its interface is next free (nic_free, s) and its sender's clock (the instant it has reached).
+    What the links and receivers count is one array, `tally` (F, `TALLY_FIELDS`), so that a link
+    event writes its flow's row once; `as_dict` gives every count by name (`TALLY_COUNTS` as
+    integers)."""
 
     sent: jax.Array
-    delivered: jax.Array
-    dropped: jax.Array
-    duplicates: jax.Array
-    discarded: jax.Array
-    control_dropped: jax.Array
     packets_sent: jax.Array
     acks_received: jax.Array
-    handshake_acks: jax.Array  # handshake ACKs that reached the receiver (they end there)
     first_sent: jax.Array
-    finish: jax.Array
-    last_delivered: jax.Array
     nic_free: jax.Array
     clock: jax.Array
+    tally: jax.Array
+
+    def as_dict(self) -> dict:
+        out = {name: getattr(self, name) for name in ("sent", "packets_sent", "acks_received", "first_sent",
+                                                      "nic_free", "clock")}
+        for k, name in enumerate(TALLY_FIELDS):
+            column = self.tally[..., k]
+            out[name] = column.astype(jnp.int32) if name in TALLY_COUNTS else column
+        return out
+
+
+#: The per-flow counts of the links and receivers (`FlowCounters.tally`, last axis): data
+#: delivered in order or not, data dropped, duplicates, data the receivers discarded, control
+#: packets dropped, handshake ACKs that reached the receiver (they end there); then the instants
+#: the flow finished and last had data delivered (NaN: not yet).
+TALLY_FIELDS = ("delivered", "dropped", "duplicates", "discarded", "control_dropped", "handshake_acks", "finish",
+                "last_delivered")
+TALLY_COUNTS = TALLY_FIELDS[:6]
 
 
 @jax.tree_util.register_dataclass
@@ -686,10 +721,45 @@ class LaneView(NamedTuple):
 
 def _fresh_counters(n: int) -> FlowCounters:
     zeros = jnp.zeros(n, jnp.int32)
-    return FlowCounters(sent=zeros, delivered=zeros, dropped=zeros, duplicates=zeros, discarded=zeros,
-                        control_dropped=zeros, packets_sent=zeros, acks_received=zeros, handshake_acks=zeros,
-                        first_sent=jnp.full(n, jnp.nan), finish=jnp.full(n, jnp.nan),
-                        last_delivered=jnp.full(n, jnp.nan), nic_free=jnp.zeros(n), clock=jnp.full(n, -jnp.inf))
+    tally = jnp.zeros((n, len(TALLY_FIELDS))).at[:, len(TALLY_COUNTS):].set(jnp.nan)
+    return FlowCounters(sent=zeros, packets_sent=zeros, acks_received=zeros, first_sent=jnp.full(n, jnp.nan),
+                        nic_free=jnp.zeros(n), clock=jnp.full(n, -jnp.inf), tally=tally)
+
+
+class _Packing:
+    """The leaves of a pytree of per-lane arrays (leading axis: the lanes) as one array per dtype,
+    (lanes, columns): a loop that carries them packed writes each dtype's state with one
+    operation per iteration, not one per leaf (nor copies the old value of each leaf that other
+    operations still read: XLA on a CPU runs every operation as a call of its own)."""
+
+    def __init__(self, tree):
+        leaves, self.treedef = jax.tree_util.tree_flatten(tree)
+        self.shapes = [leaf.shape for leaf in leaves]
+        self.place, width = [], {}
+        for leaf in leaves:
+            key, w = jnp.dtype(leaf.dtype).name, int(np.prod(leaf.shape[1:], dtype=int))
+            self.place.append((key, width.get(key, 0), w))
+            width[key] = width.get(key, 0) + w
+
+    def pack(self, tree) -> dict:
+        leaves = jax.tree_util.tree_leaves(tree)
+        parts: dict = {}
+        for leaf, (key, _, _) in zip(leaves, self.place):
+            parts.setdefault(key, []).append(leaf.reshape(leaf.shape[0], -1))
+        return {key: jnp.concatenate(columns, axis=1) for key, columns in parts.items()}
+
+    def unpack(self, packed: dict):
+        leaves = [packed[key][:, at:at + w].reshape(shape) for (key, at, w), shape in zip(self.place, self.shapes)]
+        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+
+def _scoped(name: str, body):
+    """`body` under the JAX name scope `name`: XLA's program then tells its operations apart by
+    loop (`benchmarks/packet_profile.py --ops` counts those of each iteration)."""
+    def scoped(*args):
+        with jax.named_scope(name):
+            return body(*args)
+    return scoped
 
 
 def _where_lanes(mask, new, old):
@@ -792,9 +862,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         return jnp.where(t < end_s, jnp.clip(jnp.floor(t / sample_s).astype(jnp.int32), 0, n_bins - 1), n_bins)
 
     # ------------------------------------------------------------------ state
-    pool = PacketPool(time=jnp.full(P, jnp.inf), place=jnp.full(P, FREE, jnp.int32), flow=jnp.zeros(P, jnp.int32),
-                      hop=jnp.zeros(P, jnp.int32), kind=jnp.zeros(P, jnp.int32), seq=jnp.zeros(P, jnp.int32),
-                      sent=jnp.zeros(P), header=jnp.zeros((P, K)))
+    pool = PacketPool.of(time=jnp.full(P, jnp.inf), place=FREE, flow=0, hop=0, kind=0, seq=0, sent=0.0,
+                         header=jnp.zeros((P, K)))
     free = FreeSlots(stack=jnp.arange(P, dtype=jnp.int32)[::-1], top=jnp.asarray(P, jnp.int32))
     links = LinkState(free_at=jnp.zeros(L), ring=jnp.zeros((L, R)), accepted=jnp.zeros(L, jnp.int32),
                       arrived=jnp.zeros(L, jnp.int32), dropped=jnp.zeros(L, jnp.int32),
@@ -958,6 +1027,15 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         """The round of the lanes `lanes` (their states in c.proto and c.counters, their view v;
         those not `ok` do nothing)."""
         n = begin.shape[0]
+        packing = _Packing((c.proto, c.counters))
+
+        def packed(c):
+            """c with its lanes' protocol state and counters packed (`_Packing`) for the loop's carry."""
+            return c.replace(proto=packing.pack((c.proto, c.counters)), counters=None)
+
+        def unpacked(c):
+            proto, counters = packing.unpack(c.proto)
+            return c.replace(proto=proto, counters=counters)
 
         def action_time(c, pointer):
             at = jnp.minimum(begin + pointer, S - 1)
@@ -967,6 +1045,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
 
         def cond(loop):
             c, pointer, now, iterations = loop
+            c = unpacked(c)
             _, _, ack_t, own_t = action_time(c, pointer)
             ready = protocol.ready(c.proto, params, v.flows, now) & (now < t1)
             more = (ready | (jnp.minimum(ack_t, own_t) < t1)) & ok
@@ -974,6 +1053,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
 
         def body(loop, active):
             c, pointer, now, iterations = loop
+            c = unpacked(c)
             at, idx, ack_t, own_t = action_time(c, pointer)
             proto = c.proto
             ready = protocol.ready(proto, params, v.flows, now) & (now < t1) & active & ok
@@ -994,8 +1074,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             rank = jnp.cumsum(take_ack) - take_ack
             free_stack = free_stack.at[jnp.where(take_ack, top + rank, P)].set(idx, mode="drop")
             top = top + jnp.sum(take_ack, dtype=jnp.int32)
-            pool = pool.replace(place=pool.place.at[jnp.where(take_ack, idx, P)].set(FREE, mode="drop"),
-                                time=pool.time.at[jnp.where(take_ack, idx, P)].set(jnp.inf, mode="drop"))
+            gone = jnp.where(take_ack, idx, P)
+            pool = PacketPool(whole=pool.whole.at[gone, 0].set(FREE, mode="drop"),
+                              real=pool.real.at[gone, 0].set(jnp.inf, mode="drop"))
             pointer = pointer + take_ack
             # the senders that are ready put a packet on the wire (those ready before, whose state
             # and instant the event left alone, and those the event made ready)
@@ -1012,14 +1093,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             leave = on_grid(start + (nbytes / v.interface if protocol.paced else 0.0))
             arrive = on_grid(leave + v.access)
             target = jnp.where(go, slot, P)
-            pool = PacketPool(time=pool.time.at[target].set(arrive, mode="drop"),
-                              place=pool.place.at[target].set(v.route[:, 0], mode="drop"),
-                              flow=pool.flow.at[target].set(lanes.astype(jnp.int32), mode="drop"),
-                              hop=pool.hop.at[target].set(0, mode="drop"),
-                              kind=pool.kind.at[target].set(packet.kind, mode="drop"),
-                              seq=pool.seq.at[target].set(packet.seq, mode="drop"),
-                              sent=pool.sent.at[target].set(now, mode="drop"),
-                              header=pool.header.at[target].set(packet.header.reshape(n, K), mode="drop"))
+            pool = pool.put(target, PacketPool.of(time=arrive, place=v.route[:, 0], flow=lanes, hop=0,
+                                                  kind=packet.kind, seq=packet.seq, sent=now,
+                                                  header=packet.header.reshape(n, K)))
             data = go & (packet.kind == DATA)
             counters = counters.replace(nic_free=jnp.where(go, leave, counters.nic_free),
                                         sent=counters.sent + data, packets_sent=counters.packets_sent + go,
@@ -1030,10 +1106,12 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             status = jnp.where(active & (iterations >= MOST_ACTIONS), 2, status)
             c = c.replace(pool=pool, free=FreeSlots(stack=free_stack, top=top), proto=proto, counters=counters,
                           status=status)
-            return c, pointer, now, iterations + active
+            return packed(c), pointer, now, iterations + active
 
-        c, _, now, iterations = event_loop(cond, body, (c, jnp.zeros(n, jnp.int32), c.counters.clock,
-                                                        jnp.asarray(0, jnp.int32)))
+        c, _, now, iterations = event_loop(cond, _scoped("sender_iteration", body),
+                                           (packed(c), jnp.zeros(n, jnp.int32), c.counters.clock,
+                                            jnp.asarray(0, jnp.int32)))
+        c = unpacked(c)
         work = c.work.replace(sender_rounds=c.work.sender_rounds + 1,
                               sender_iterations=c.work.sender_iterations + iterations)
         return c.replace(counters=c.counters.replace(clock=now), work=work)
@@ -1065,17 +1143,16 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         lo, _ = jax.lax.fori_loop(0, int(math.log2(R)) + 2, search, (jnp.asarray(0), m))
         return m - lo
 
-    def receive(c, f, slot, now, valid, v):
-        """Data, a SYN or a handshake ACK (`slot`: the packet's fields, flow f) reaches its receiver at
-        `now` where `valid`. Returns (c with the receiver and counters updated, the fields its slot
-        takes as the ACK or SYN-ACK that goes back: place, time, kind, seq, sent; ends: a handshake
-        ACK, which ends there and frees its slot). (Masked writes, not a branch: a branch would copy
-        the state.)"""
-        rx, counters = c.receivers, c.counters
+    def receive(c, f, row, slot, now, valid, v):
+        """Data, a SYN or a handshake ACK (`slot`: the packet's fields, flow f, whose tally is `row`)
+        reaches its receiver at `now` where `valid`. Returns (c with the receiver updated, the row
+        updated, the fields its slot takes as the ACK or SYN-ACK that goes back: place, time,
+        kind, seq, sent; ends: a handshake ACK, which ends there and frees its slot). (Masked
+        writes, not a branch: a branch would copy the state.)"""
+        rx = c.receivers
         kind, seq = slot.kind, slot.seq
         is_data = valid & (kind == DATA)
         ends = valid & (kind == HANDSHAKE_ACK)
-        fd = jnp.where(is_data, f, F)  # writes of the receiver: dropped unless data arrived
         rx_after, dups, discarded = _receive_one(rx, f, F, is_data, seq, branch=batch_axis is None)
         # the echoed timestamp (RFC 7323's TS.Recent): the send time of the last segment that arrived
         # in order (a duplicate ACK echoes it, an ACK of a hole's repair echoes the repair's)
@@ -1084,19 +1161,17 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         echo = jnp.where(kind == DATA, ts_recent[f], slot.sent)
         rx = rx_after.replace(ts_recent=ts_recent)
         received = rx.rcv_nxt[f]
-        done = is_data & jnp.isnan(counters.finish[f]) & (received >= v.flows.size[f])
-        counters = counters.replace(delivered=counters.delivered.at[fd].add(1, mode="drop"),
-                                    duplicates=counters.duplicates.at[fd].add(dups, mode="drop"),
-                                    discarded=counters.discarded.at[fd].add(discarded, mode="drop"),
-                                    last_delivered=counters.last_delivered.at[fd].set(now, mode="drop"),
-                                    handshake_acks=counters.handshake_acks.at[jnp.where(ends, f, F)].add(
-                                        1, mode="drop"),
-                                    finish=counters.finish.at[jnp.where(done, f, F)].set(now, mode="drop"))
+        finish = TALLY_FIELDS.index("finish")
+        done = is_data & jnp.isnan(row[finish]) & (received >= v.flows.size[f])
+        counted = jnp.where(is_data, jnp.stack([1, 0, dups, discarded, 0, 0]), 0) \
+            + jnp.where(ends, jnp.asarray([0, 0, 0, 0, 0, 1]), 0)
+        row = jnp.concatenate([row[:finish] + counted.astype(row.dtype),
+                               jnp.stack([jnp.where(done, now, row[finish]), jnp.where(is_data, now, row[finish + 1])])])
         through = v.reverse_length[f] > 0
         back = {"place": jnp.where(through, v.reverse[f, 0], L),
                 "time": jnp.where(through, now, on_grid(now + v.back[f])),
                 "kind": jnp.where(kind == DATA, ACK, SYNACK), "seq": received, "sent": echo}
-        return c.replace(receivers=rx, counters=counters), back, ends
+        return c.replace(receivers=rx), row, back, ends
 
     def link_stage(c, l, t1, v):
         """Link l takes its arrivals of the step one by one in the order (time, flow, kind, seq), and
@@ -1118,10 +1193,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             _, _, idx_s = jax.lax.sort((key0, tie, idx), num_keys=2)  # the chunk in the total order
             # the chunk's packets, read once here: the loop then only writes the pool (in place).
             # A packet is taken once in a round and nothing else writes its slot before its turn.
-            packets = PacketPool(time=take(pool.time, idx_s, jnp.inf), place=take(pool.place, idx_s, FREE),
-                                 flow=take(pool.flow, idx_s), hop=take(pool.hop, idx_s), kind=take(pool.kind, idx_s),
-                                 seq=take(pool.seq, idx_s), sent=take(pool.sent, idx_s),
-                                 header=take(pool.header, idx_s))
+            # (past their number: rows of zeros, never used: the loop takes its first n)
+            packets = PacketPool(whole=take(pool.whole, idx_s), real=take(pool.real, idx_s))
             return _link_round(c, l, theta, idx_s, n, v, packets)
 
         return jax.lax.while_loop(more_work, round_, c)
@@ -1195,30 +1268,29 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             parked = arrives & ~in_time
             place = jnp.where(more, following, jnp.where(is_ack, L, L + 1))
             time = jnp.where(more, reach, jnp.where(is_ack, on_grid(reach + v.access[f]), jnp.where(parked, jnp.inf, reach)))
-            counters = c.counters
-            counters = counters.replace(
-                dropped=counters.dropped.at[jnp.where(drop & (kind == DATA), f, F)].add(1, mode="drop"),
-                control_dropped=counters.control_dropped.at[jnp.where(drop & (kind != DATA), f, F)].add(1, mode="drop"))
-            c = c.replace(links=links, bins=bins, router=router, observed=observed, counters=counters)
-            c, back, ends = receive(c, f, slot, reach, in_time, v)
+            # the flow's tally (TALLY_FIELDS), read once and written once
+            row = c.counters.tally[f]
+            row = row.at[TALLY_FIELDS.index("dropped")].add(drop & (kind == DATA))
+            row = row.at[TALLY_FIELDS.index("control_dropped")].add(drop & (kind != DATA))
+            c = c.replace(links=links, bins=bins, router=router, observed=observed)
+            c, row, back, ends = receive(c, f, row, slot, reach, in_time, v)
+            c = c.replace(counters=c.counters.replace(tally=c.counters.tally.at[f].set(row)))
             # the slot, written once per field: a dropped packet and a handshake ACK at its receiver
             # leave the pool; data or a SYN at its receiver turns into its ACK (SYN-ACK); any other
             # packet the link took moves on
             answer = in_time & ~ends
             gone = drop | ends
-            pa, pp = jnp.where(accept, p, P), jnp.where(on_packet, p, P)
-            pool = pool.replace(
-                place=pool.place.at[pp].set(jnp.where(gone, FREE, jnp.where(answer, back["place"], place)), mode="drop"),
-                time=pool.time.at[pp].set(jnp.where(gone, jnp.inf, jnp.where(answer, back["time"], time)), mode="drop"),
-                hop=pool.hop.at[pa].set(jnp.where(answer, 0, hop), mode="drop"),
-                header=pool.header.at[pa].set(header, mode="drop"),
-                kind=pool.kind.at[jnp.where(answer, p, P)].set(back["kind"], mode="drop"),
-                seq=pool.seq.at[jnp.where(answer, p, P)].set(back["seq"], mode="drop"),
-                sent=pool.sent.at[jnp.where(answer, p, P)].set(back["sent"], mode="drop"))
+            pool = pool.put(jnp.where(on_packet, p, P), PacketPool.of(
+                place=jnp.where(gone, FREE, jnp.where(answer, back["place"], place)),
+                time=jnp.where(gone, jnp.inf, jnp.where(answer, back["time"], time)),
+                flow=f, hop=jnp.where(accept, jnp.where(answer, 0, hop), slot.hop),
+                header=jnp.where(accept, header, slot.header),
+                kind=jnp.where(answer, back["kind"], kind), seq=jnp.where(answer, back["seq"], slot.seq),
+                sent=jnp.where(answer, back["sent"], slot.sent)))
             c = c.replace(pool=pool, free=release(c.free, p, gone))
             return c, i + on_packet.astype(jnp.int32), iterations + active
 
-        c, _, iterations = event_loop(cond, body, (c, jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32)))
+        c, _, iterations = event_loop(cond, _scoped("link_event", body), (c, jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32)))
         return c.replace(work=c.work.replace(link_rounds=c.work.link_rounds + 1,
                                              link_iterations=c.work.link_iterations + iterations))
 
@@ -1250,7 +1322,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     stored = per_flow(jax.ops.segment_sum(rx.run_e - rx.run_s, rx.run_flow, num_segments=F))  # free places: dropped
     out = carry.outputs
     # a run that went to its end but whose receivers threw data away has its own status
-    status = jnp.where((carry.status == 0) & (jnp.sum(out.counters.discarded) > 0), 4, carry.status)
+    status = jnp.where((carry.status == 0) & (jnp.sum(out.counters.as_dict()["discarded"]) > 0), 4, carry.status)
     counters = {k: v for k, v in out.counters.as_dict().items() if k not in ("nic_free", "clock")}
     return {**counters, "in_flight": in_flight, "held": held, "received": out.received,
             "stored": stored, "receiver_runs_peak": rx.peak, "links": carry.links.as_dict(),
