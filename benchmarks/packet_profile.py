@@ -22,14 +22,29 @@ dumbbell of `packet_exact.py` (100 Mb/s, RTPD 80 ms, buffer one BDP, 10 Gb/s int
 short TCP flows (Poisson arrivals, Pareto sizes of mean 25 packets, shape 1.2, on that link with
 RTPD 100 ms) at load 0.5 and 0.9, and at load 0.5 on 1024 lanes (what a lane costs).
 
+Operations per iteration (`--ops`): for the dumbbell of 50 flows and the short flows at load 0.9,
+the optimized program XLA compiles (dumped by a child process of this script) is read, and the
+operations that one iteration of the senders' loop and one link event execute are counted (every
+instruction of the loop's body but parameters, tuples, constants and bitcasts; of a branch, the
+larger side; the engine names the two bodies with JAX name scopes). On a CPU the XLA runtime
+calls each such operation separately, so their number, not the size of their arrays, sets the
+cost of an iteration.
+
 Run:
 
     PYTHONPATH=src python benchmarks/packet_profile.py [--seconds 4] [--batch 1] [--out FILE]
+    PYTHONPATH=src python benchmarks/packet_profile.py --ops
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import os
+import re
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -68,15 +83,90 @@ def configurations(seconds: float):
     yield "short flows load 0.5, 1024 lanes", links, short, arrivals[0.5], {"lanes": 1024}
 
 
+#: The loops whose bodies `--ops` counts: the engine's name scope of each.
+SCOPES = {"sender_iteration": "an iteration of the senders' loop", "link_event": "a link event"}
+OPS_CONFIGURATIONS = ("dumbbell 50 flows", "short flows load 0.9")
+_TRIVIAL = re.compile(r" (parameter|get-tuple-element|tuple|constant|bitcast)\(")
+
+
+def _computations(text: str) -> dict[str, list[str]]:
+    """The computations of an HLO module's text: name -> its instruction lines."""
+    out, current = {}, None
+    for line in text.splitlines():
+        head = re.match(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$", line)
+        if head and not line.startswith(" "):
+            current = out.setdefault(head.group(1), [])
+        elif current is not None and line.startswith("  ") and "=" in line:
+            current.append(line)
+    return out
+
+
+def _ops(computations, name: str) -> tuple[int, int]:
+    """(operations one execution of computation `name` runs, of which copies): its instructions
+    but the trivial ones, with a conditional's larger branch counted in."""
+    ops = copies = 0
+    for line in computations.get(name, []):
+        if _TRIVIAL.search(line):
+            continue
+        ops += 1
+        copies += " copy(" in line
+        branches = re.search(r"branch_computations=\{([^}]*)\}", line)
+        names = (re.findall(r"%?([\w.\-]+)", branches.group(1)) if branches
+                 else re.findall(r"(?:true|false)_computation=%?([\w.\-]+)", line))
+        if names:
+            inner = max((_ops(computations, b) for b in names), key=lambda x: x[0])
+            ops, copies = ops + inner[0], copies + inner[1]
+    return ops, copies
+
+
+def loop_ops(name: str) -> dict:
+    """Configuration `name` compiled in a child process that dumps XLA's optimized program; the
+    operations per iteration of each loop of `SCOPES` (the body whose instructions carry its
+    scope the most)."""
+    with tempfile.TemporaryDirectory() as folder:
+        env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={folder} --xla_dump_hlo_as_text --xla_dump_hlo_pass_re=NONE")
+        subprocess.run([sys.executable, __file__, "--dump-child", name, "--seconds", "0.2"], env=env, check=True,
+                       capture_output=True)
+        dumps = sorted(Path(folder).glob("*cpu_after_optimizations.txt"), key=lambda p: p.stat().st_size)
+        computations = _computations(dumps[-1].read_text())
+    bodies = {re.search(r"body=%?([\w.\-]+)", line).group(1)
+              for lines in computations.values() for line in lines if " while(" in line}
+    out = {}
+    for scope in SCOPES:
+        marked = {b: sum(f"/{scope}/" in line for line in computations[b]) for b in bodies}
+        body = max(marked, key=marked.get)
+        ops, copies = _ops(computations, body)
+        kinds = collections.Counter(re.sub(r"(_fusion)?(\.\d+)?$", "", m.group(1)) for line in computations[body]
+                                    if not _TRIVIAL.search(line) and (m := re.match(r"\s*(?:ROOT )?%?([\w\-]+)", line)))
+        out[scope] = {"ops": ops, "copies": copies, "kinds": dict(kinds.most_common(8))}
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=4.0, help="simulated seconds per run")
     parser.add_argument("--batch", type=int, default=1, help="runs (seeds) per call")
     parser.add_argument("--batch-mode", choices=("vmap", "threads"), default="vmap",
                         help="how a call simulates its runs (simulate_exact's batch)")
+    parser.add_argument("--ops", action="store_true", help="count the operations per iteration instead")
+    parser.add_argument("--dump-child", help=argparse.SUPPRESS)  # --ops: compile one configuration
     parser.add_argument("--out", default=str(HERE / "packet_profile.json"))
     args = parser.parse_args()
     from fluidcc.packet import simulate_exact
+
+    if args.dump_child or args.ops:
+        for name, net, protocol, table, options in configurations(args.seconds):
+            if name == args.dump_child:
+                simulate_exact(net, protocol, table, duration_s=args.seconds, **options)
+        if args.dump_child:
+            return 0
+        counted = {name: loop_ops(name) for name in OPS_CONFIGURATIONS}
+        for name, loops in counted.items():
+            for scope, row in loops.items():
+                print(f"{name:24s} {SCOPES[scope]:36s} {row['ops']:4d} operations ({row['copies']} copies): "
+                      + ", ".join(f"{k} {n}" for k, n in row["kinds"].items()), flush=True)
+        write_json(args.out, {"machine": machine_info(extras=()), "ops": counted}, announce=True)
+        return 0
 
     rows = []
     clock = CompileClock()
