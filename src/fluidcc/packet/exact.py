@@ -466,17 +466,28 @@ class FreeSlots(_Record):
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class LinkState(_Record):
-    """Per link (L): when its server is next free (s), the service start times of its last R
-    admitted packets (a ring: the queue at any instant), counts of packets that arrived, were
-    accepted (data and ACKs), dropped, data accepted, and its busy time (s)."""
+    """Per link (L): the service start times of its last R admitted packets (`ring`, (L, R): the
+    queue at any instant) and, in one array `row` (L, `LINK_FIELDS`) so that a link event writes
+    its link's row once, when its server is next free (s), counts of packets that arrived, were
+    accepted (data and ACKs), dropped, data accepted, and its busy time (s). `as_dict` gives each
+    by name (the counts as integers)."""
 
-    free_at: jax.Array
     ring: jax.Array
-    accepted: jax.Array
-    arrived: jax.Array
-    dropped: jax.Array
-    data_accepted: jax.Array
-    busy_s: jax.Array
+    row: jax.Array
+
+    free_at = property(lambda self: self.row[..., 0])
+    accepted = property(lambda self: self.row[..., 1].astype(jnp.int32))
+
+    def as_dict(self) -> dict:
+        out = {"ring": self.ring}
+        for k, name in enumerate(LINK_FIELDS):
+            column = self.row[..., k]
+            out[name] = column if name in ("free_at", "busy_s") else column.astype(jnp.int32)
+        return out
+
+
+#: A link's row of `LinkState.row` (counts exact as float64 up to 2**53).
+LINK_FIELDS = ("free_at", "accepted", "arrived", "dropped", "data_accepted", "busy_s")
 
 
 @jax.tree_util.register_dataclass
@@ -865,9 +876,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     pool = PacketPool.of(time=jnp.full(P, jnp.inf), place=FREE, flow=0, hop=0, kind=0, seq=0, sent=0.0,
                          header=jnp.zeros((P, K)))
     free = FreeSlots(stack=jnp.arange(P, dtype=jnp.int32)[::-1], top=jnp.asarray(P, jnp.int32))
-    links = LinkState(free_at=jnp.zeros(L), ring=jnp.zeros((L, R)), accepted=jnp.zeros(L, jnp.int32),
-                      arrived=jnp.zeros(L, jnp.int32), dropped=jnp.zeros(L, jnp.int32),
-                      data_accepted=jnp.zeros(L, jnp.int32), busy_s=jnp.zeros(L))
+    links = LinkState(ring=jnp.zeros((L, R)), row=jnp.zeros((L, len(LINK_FIELDS))))
     bins = jnp.zeros((n_bins + 1, L, len(BIN_FIELDS)))
     receivers = Receivers(rcv_nxt=jnp.zeros(F, jnp.int32), ts_recent=jnp.zeros(F),
                           run_flow=jnp.full(receiver_runs, F, jnp.int32),
@@ -1226,17 +1235,13 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             which = jnp.searchsorted(schedule_s[l], begin, side="right") - 1
             leave = on_grid(begin + nbytes / capacity_Bps[l, which])
             la = jnp.where(accept, l, L)  # writes for an accepted packet
-            lp = jnp.where(on_packet, l, L)  # writes for any packet
             acc = links.accepted[l]
-            links = LinkState(free_at=links.free_at.at[la].set(leave, mode="drop"),
-                              ring=links.ring.at[la, acc % R].set(begin, mode="drop"),
-                              accepted=links.accepted.at[la].add(1, mode="drop"),
-                              arrived=links.arrived.at[lp].add(1, mode="drop"),
-                              dropped=links.dropped.at[jnp.where(drop, l, L)].add(1, mode="drop"),
-                              data_accepted=links.data_accepted.at[jnp.where(accept & (kind == DATA), l, L)].add(
-                                  1, mode="drop"),
-                              busy_s=links.busy_s.at[la].add(
-                                  jnp.maximum(jnp.minimum(leave, end_s) - begin, 0.0), mode="drop"))
+            # the link's row (LINK_FIELDS), written once
+            row = links.row[l]
+            row = jnp.stack([jnp.where(accept, leave, row[0]), row[1] + accept, row[2] + on_packet, row[3] + drop,
+                             row[4] + (accept & (kind == DATA)),
+                             row[5] + jnp.where(accept, jnp.maximum(jnp.minimum(leave, end_s) - begin, 0.0), 0.0)])
+            links = LinkState(ring=links.ring.at[la, acc % R].set(begin, mode="drop"), row=links.row.at[l].set(row))
             b_in, b_out = bin_of(arrival), bin_of(begin)
             waits = accept & (begin > arrival)
             # BIN_FIELDS: what the packet adds in the sample it arrives in, and in the one it begins
