@@ -102,6 +102,9 @@ NS3_PACKET_BYTES = 1000
 NS3_MSS_BYTES = 948.0
 NS3_INTERFACE_PPS = NIC_PPS
 NS3_SYN_TIMEOUT_S = 3.0
+#: The most packets a path may hold (BDP + buffer) for ns-3's 8 MiB socket buffers never to limit
+#: a window (8 MiB of 948-byte segments).
+NS3_MOST_IN_FLIGHT = (8 << 20) // 948
 
 
 def ns3_scenario_arguments(scenario, seed: int, trace: Path) -> list[str]:
@@ -111,7 +114,10 @@ def ns3_scenario_arguments(scenario, seed: int, trace: Path) -> list[str]:
     TCP's initial window, minimum RTO and limited transmit, its duration (a Poisson workload: the
     arrivals, then the rest as drain). Raises ParameterError naming the scenario key of anything
     the program would run otherwise than the file says (more than one link, a capacity schedule,
-    another protocol or packet size, ...)."""
+    another protocol or packet size, senders' interfaces other than 10 Gb/s, flows with other
+    RTPDs or ACKs over a reverse route, more in flight than ns-3's socket buffers allow, ...).
+    Not translated: fluidcc's `ack_bytes` (the size of its SYNs and ACKs; ns-3's are 54-58 bytes
+    on the wire)."""
     from fluidcc.packet.exact import default_buffers
     from fluidcc.packet.exact_protocols import TCP
 
@@ -126,10 +132,13 @@ def ns3_scenario_arguments(scenario, seed: int, trace: Path) -> list[str]:
     if net.packet_bytes != NS3_PACKET_BYTES:
         raise ParameterError("network.packet_bytes", net.packet_bytes,
                              f"{NS3_PACKET_BYTES}: the size of ns-3's full data packets")
-    for flow in net.flows:
-        if flow.interface_pps not in (None, NS3_INTERFACE_PPS):
-            raise ParameterError(f"network: flow '{flow.name}': interface", flow.interface_pps,
-                                 f"10Gbps ({NS3_INTERFACE_PPS:g} packets/s), ns-3's access links, or none")
+    buffer = float(default_buffers(net)[0])
+    if not buffer.is_integer() or buffer < 1:
+        raise ParameterError(f"network: link '{link.name}': buffer", buffer, "a whole number of packets >= 1")
+    in_flight = float(net.capacities_pps[0] * net.rtt_s[scenario.workload.route]) + buffer
+    if in_flight > NS3_MOST_IN_FLIGHT:
+        raise ParameterError(f"network: link '{link.name}'", f"{in_flight:g} packets in flight (BDP + buffer)",
+                             f"at most {NS3_MOST_IN_FLIGHT}: ns-3's 8 MiB socket buffers would limit the window")
     if not isinstance(tcp, TCP):
         raise ParameterError("protocol.name", type(tcp).__name__.lower(), "tcp: ns-3 runs its own TCP")
     fixed = {"mss_bytes": (tcp.mss_bytes, NS3_MSS_BYTES, "948: 1000-byte packets less 52 of headers"),
@@ -145,13 +154,27 @@ def ns3_scenario_arguments(scenario, seed: int, trace: Path) -> list[str]:
     arrivals = min(float(arrivals), scenario.duration_s)
     long_lived = scenario.workload.kind == "long_lived"
     table = scenario.tables()[list(scenario.seeds).index(seed)]
+    rtt = float(net.rtt_s[scenario.workload.route])
+    for i in np.unique(table.route):
+        flow = net.flows[int(i)]
+        if flow.interface_pps != NS3_INTERFACE_PPS:
+            raise ParameterError(f"network: flow '{flow.name}': interface", flow.interface_pps,
+                                 f"10Gbps ({NS3_INTERFACE_PPS:g} packets/s), ns-3's access links (none in fluidcc "
+                                 "is the first link's rate)")
+        if flow.reverse_route:
+            raise ParameterError(f"network: flow '{flow.name}': reverse_route", list(flow.reverse_route),
+                                 "none: ns-3's ACKs take the link's other direction, where nothing queues")
+        if abs(float(net.rtt_s[int(i)]) - rtt) > 1e-12:
+            raise ParameterError(f"network: flow '{flow.name}': access_delay", flow.access_delay_s,
+                                 f"that of the other flows: ns-3 gives every flow one RTPD ({rtt:g} s)")
     if np.any(np.isfinite(table.stop_s)):
-        raise ParameterError("workload: stop times", table.stop_s[np.isfinite(table.stop_s)][:3],
-                             "none: ns-3's flows send until they are done or the run ends")
+        source = "workload.file: stop_s" if scenario.workload.kind == "trace" else "network: flows: stop"
+        raise ParameterError(source, table.stop_s[np.isfinite(table.stop_s)][:3],
+                             "none (inf): ns-3's flows send until they are done or the run ends")
     write_trace(table, trace, net)
     return [f"--flows-in={trace}", f"--seed={seed}", f"--duration={arrivals!r}",
             f"--drain={scenario.duration_s - arrivals!r}", f"--capacity-pps={float(net.capacities_pps[0])!r}",
-            f"--rtpd={float(net.rtt_s[scenario.workload.route])!r}", f"--buffer={int(default_buffers(net)[0])}",
+            f"--rtpd={rtt!r}", f"--buffer={int(buffer)}",
             f"--initial-cwnd={int(tcp.initial_window)}", f"--min-rto={tcp.min_rto_s!r}",
             f"--limitedTransmit={int(tcp.limited_transmit)}",
             # long-lived flows each on their own host, as in the dumbbell; short ones share 100

@@ -59,6 +59,12 @@ def test_short_flows_arrive_then_drain_and_each_seed_has_its_flows(helper, tmp_p
     assert len(a) != len(b) or not np.array_equal(a.start_s, b.start_s)
 
 
+def _with_flow(scenario, **flow_changes):
+    net = scenario.network
+    return dataclasses.replace(scenario, network=dataclasses.replace(
+        net, flows=(dataclasses.replace(net.flows[0], **flow_changes),) + net.flows[1:]))
+
+
 def _with_network(scenario, **link_changes):
     net = scenario.network
     return dataclasses.replace(scenario, network=dataclasses.replace(
@@ -74,6 +80,10 @@ def _with_network(scenario, **link_changes):
     (lambda s: dataclasses.replace(s, network=dataclasses.replace(s.network, packet_bytes=1500)),
      "network.packet_bytes"),
     (lambda s: _with_network(s, schedule=((1.0, 6000.0),)), "network: link 'bottleneck': schedule"),
+    (lambda s: _with_network(s, buffer_packets=10.5), "network: link 'bottleneck': buffer"),
+    (lambda s: _with_network(s, capacity_pps=125_000.0), "network: link 'bottleneck'"),  # 11 000 in flight
+    (lambda s: _with_flow(s, interface_pps=None), "network: flow 'f': interface"),  # fluidcc: the link's rate
+    (lambda s: _with_flow(s, reverse_route=("bottleneck",)), "network: flow 'f': reverse_route"),
 ])
 def test_what_ns3_would_run_otherwise_is_refused_by_its_key(helper, tmp_path, change, field):
     scenario = change(Scenario.load(EXAMPLES / "tcp_dumbbell.toml"))
@@ -94,3 +104,22 @@ def test_other_protocols_and_networks_are_refused(helper, tmp_path):
     with pytest.raises(ParameterError) as error:
         helper.ns3_scenario_arguments(two, 0, tmp_path / "flows.csv")
     assert error.value.field == "network.links" and "exactly one" in str(error.value)
+
+
+def test_flows_of_other_round_trips_and_stop_times_are_refused(helper, tmp_path):
+    """ns-3 gives every flow the one RTPD and never stops a flow: a trace whose routes differ in
+    their access delay, or whose flows stop, is refused by the key that says so."""
+    trace = tmp_path / "flows.csv"
+    data = {"duration": "2s", "network": {"packet_bytes": 1000, "links": [{"name": "b", "capacity": 1000,
+                                                                          "delay": "10ms", "buffer": 20}],
+            "flows": [{"name": "near", "route": ["b"], "interface": "10Gbps"},
+                      {"name": "far", "route": ["b"], "interface": "10Gbps", "access_delay": "5ms"}]},
+            "workload": {"kind": "trace", "file": str(trace)}, "protocol": {"name": "tcp", "mss_bytes": 948}}
+    trace.write_text("start_s,size_packets,route,stop_s\n0,5,near,inf\n0.1,5,far,inf\n")
+    with pytest.raises(ParameterError) as error:
+        helper.ns3_scenario_arguments(Scenario.from_dict(data), 0, tmp_path / "out.csv")
+    assert error.value.field == "network: flow 'far': access_delay"
+    trace.write_text("start_s,size_packets,route,stop_s\n0,5,near,1.5\n")
+    with pytest.raises(ParameterError) as error:
+        helper.ns3_scenario_arguments(Scenario.from_dict(data), 0, tmp_path / "out.csv")
+    assert error.value.field == "workload.file: stop_s" and not (tmp_path / "out.csv").exists()

@@ -120,7 +120,8 @@ CHUNK = 1024
 RING_SCAN = 1 << 13
 #: Lanes the senders' stage moves together (the busy lanes of a round, a block at a time).
 SENDER_BLOCK = 64
-#: Most sender actions (an event handled or a packet sent) per flow in one step.
+#: Most iterations of the senders' loop in one round (an iteration takes up to one event and
+#: sends up to one packet per lane); more stops the run with status 2.
 MOST_ACTIONS = 1 << 20
 
 
@@ -571,7 +572,7 @@ class EngineState(_Record):
 @dataclass(frozen=True)
 class Work(_Record):
     """What a run's engine did (the profile's units): steps, rounds of the senders' stage and the
-    iterations of their loop (each moves every sender by one action), rounds of the link stages
+    iterations of their loop (each takes up to one event and sends up to one packet per lane), rounds of the link stages
     (a round sorts a chunk of a link's events) and their iterations (one event each: a packet or a
     router timer)."""
 
@@ -1218,7 +1219,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             c, i, iterations = loop
             p = idx_s[jnp.minimum(i, S - 1)]
             pool, links, bins = c.pool, c.links, c.bins
-            # the packet's fields (read with its chunk); the pool is written once per field at the end
+            # the packet's fields (read with its chunk); its slot is written once, a row, at the end
             slot = jax.tree_util.tree_map(lambda field: field[jnp.minimum(i, S - 1)], packets)
             arrival = jnp.where(i < n, slot.time, jnp.inf)
             timer = router_next(c.router, l)
@@ -1280,7 +1281,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             c = c.replace(links=links, bins=bins, router=router, observed=observed)
             c, row, back, ends = receive(c, f, row, slot, reach, in_time, v)
             c = c.replace(counters=c.counters.replace(tally=c.counters.tally.at[f].set(row)))
-            # the slot, written once per field: a dropped packet and a handshake ACK at its receiver
+            # the slot, written as one row: a dropped packet and a handshake ACK at its receiver
             # leave the pool; data or a SYN at its receiver turns into its ACK (SYN-ACK); any other
             # packet the link took moves on
             answer = in_time & ~ends
