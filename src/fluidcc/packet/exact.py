@@ -449,6 +449,11 @@ class PacketPool(_Record):
         reals = [jnp.broadcast_to(x.astype(jnp.float64), shape) for x in fields[5:]]
         return cls(whole=jnp.stack(ints, axis=-1), real=jnp.concatenate([jnp.stack(reals, axis=-1), header], axis=-1))
 
+    def freed(self, slots) -> "PacketPool":
+        """The pool with `slots` free (place FREE, time inf; a slot past the pool: nothing)."""
+        return PacketPool(whole=self.whole.at[slots, 0].set(FREE, mode="drop"),
+                          real=self.real.at[slots, 0].set(jnp.inf, mode="drop"))
+
     def put(self, slots, rows: "PacketPool") -> "PacketPool":
         """The pool with `rows` written at `slots` (a slot past the pool: nothing written)."""
         return PacketPool(whole=self.whole.at[slots].set(rows.whole, mode="drop"),
@@ -763,6 +768,12 @@ class _Packing:
     def unpack(self, packed: dict):
         leaves = [packed[key][:, at:at + w].reshape(shape) for (key, at, w), shape in zip(self.place, self.shapes)]
         return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+
+def _named(fields: tuple, **values) -> jax.Array:
+    """A float64 vector over `fields` (a row's names, as `LINK_FIELDS`): the values given by name,
+    0 for the others (what an event adds to a row)."""
+    return jnp.stack([jnp.asarray(values.get(name, 0.0), jnp.float64) for name in fields])
 
 
 def _scoped(name: str, body):
@@ -1084,9 +1095,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             rank = jnp.cumsum(take_ack) - take_ack
             free_stack = free_stack.at[jnp.where(take_ack, top + rank, P)].set(idx, mode="drop")
             top = top + jnp.sum(take_ack, dtype=jnp.int32)
-            gone = jnp.where(take_ack, idx, P)
-            pool = PacketPool(whole=pool.whole.at[gone, 0].set(FREE, mode="drop"),
-                              real=pool.real.at[gone, 0].set(jnp.inf, mode="drop"))
+            pool = pool.freed(jnp.where(take_ack, idx, P))
             pointer = pointer + take_ack
             # the senders that are ready put a packet on the wire (those ready before, whose state
             # and instant the event left alone, and those the event made ready)
@@ -1173,9 +1182,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         received = rx.rcv_nxt[f]
         finish = TALLY_FIELDS.index("finish")
         done = is_data & jnp.isnan(row[finish]) & (received >= v.flows.size[f])
-        counted = jnp.where(is_data, jnp.stack([1, 0, dups, discarded, 0, 0]), 0) \
-            + jnp.where(ends, jnp.asarray([0, 0, 0, 0, 0, 1]), 0)
-        row = jnp.concatenate([row[:finish] + counted.astype(row.dtype),
+        counted = _named(TALLY_COUNTS, delivered=is_data, duplicates=jnp.where(is_data, dups, 0),
+                         discarded=jnp.where(is_data, discarded, 0), handshake_acks=ends)
+        row = jnp.concatenate([row[:finish] + counted,
                                jnp.stack([jnp.where(done, now, row[finish]), jnp.where(is_data, now, row[finish + 1])])])
         through = v.reverse_length[f] > 0
         back = {"place": jnp.where(through, v.reverse[f, 0], L),
@@ -1238,10 +1247,13 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             la = jnp.where(accept, l, L)  # writes for an accepted packet
             acc = links.accepted[l]
             # the link's row (LINK_FIELDS), written once
+            # (its counts and busy time grow; free_at is set where the packet was taken)
             row = links.row[l]
-            row = jnp.stack([jnp.where(accept, leave, row[0]), row[1] + accept, row[2] + on_packet, row[3] + drop,
-                             row[4] + (accept & (kind == DATA)),
-                             row[5] + jnp.where(accept, jnp.maximum(jnp.minimum(leave, end_s) - begin, 0.0), 0.0)])
+            row = jnp.where(jnp.asarray([name == "free_at" for name in LINK_FIELDS]), jnp.where(accept, leave, row),
+                            row + _named(LINK_FIELDS, accepted=accept, arrived=on_packet, dropped=drop,
+                                         data_accepted=accept & (kind == DATA),
+                                         busy_s=jnp.where(accept, jnp.maximum(jnp.minimum(leave, end_s) - begin, 0.0),
+                                                          0.0)))
             links = LinkState(ring=links.ring.at[la, acc % R].set(begin, mode="drop"), row=links.row.at[l].set(row))
             b_in, b_out = bin_of(arrival), bin_of(begin)
             waits = accept & (begin > arrival)
@@ -1275,9 +1287,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             place = jnp.where(more, following, jnp.where(is_ack, L, L + 1))
             time = jnp.where(more, reach, jnp.where(is_ack, on_grid(reach + v.access[f]), jnp.where(parked, jnp.inf, reach)))
             # the flow's tally (TALLY_FIELDS), read once and written once
-            row = c.counters.tally[f]
-            row = row.at[TALLY_FIELDS.index("dropped")].add(drop & (kind == DATA))
-            row = row.at[TALLY_FIELDS.index("control_dropped")].add(drop & (kind != DATA))
+            row = c.counters.tally[f] + _named(TALLY_FIELDS, dropped=drop & (kind == DATA),
+                                               control_dropped=drop & (kind != DATA))
             c = c.replace(links=links, bins=bins, router=router, observed=observed)
             c, row, back, ends = receive(c, f, row, slot, reach, in_time, v)
             c = c.replace(counters=c.counters.replace(tally=c.counters.tally.at[f].set(row)))
@@ -1328,8 +1339,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     stored = per_flow(jax.ops.segment_sum(rx.run_e - rx.run_s, rx.run_flow, num_segments=F))  # free places: dropped
     out = carry.outputs
     # a run that went to its end but whose receivers threw data away has its own status
-    status = jnp.where((carry.status == 0) & (jnp.sum(out.counters.as_dict()["discarded"]) > 0), 4, carry.status)
     counters = {k: v for k, v in out.counters.as_dict().items() if k not in ("nic_free", "clock")}
+    status = jnp.where((carry.status == 0) & (jnp.sum(counters["discarded"]) > 0), 4, carry.status)
     return {**counters, "in_flight": in_flight, "held": held, "received": out.received,
             "stored": stored, "receiver_runs_peak": rx.peak, "links": carry.links.as_dict(),
             "bins": {name: carry.bins[..., k] for k, name in enumerate(BIN_FIELDS)},
