@@ -107,10 +107,10 @@ NS3_SYN_TIMEOUT_S = 3.0
 NS3_MOST_IN_FLIGHT = (8 << 20) // 948
 
 
-def ns3_scenario_arguments(scenario, seed: int, trace: Path) -> list[str]:
+def ns3_scenario_arguments(scenario, seed: int, trace: Path, table=None) -> list[str]:
     """The arguments of ns-3's `shortflows` that run `scenario` (a `fluidcc.packet.scenario.Scenario`)
-    with the flow table of `seed` written to `trace` (fluidcc's trace format, which the program
-    reads with --flows-in): its one link's capacity, round-trip propagation delay and buffer, its
+    with the flow table of `seed` (`table`, when the caller has drawn it already) written to
+    `trace` (fluidcc's trace format, which the program reads with --flows-in): its one link's capacity, round-trip propagation delay and buffer, its
     TCP's initial window, minimum RTO and limited transmit, its duration (a Poisson workload: the
     arrivals, then the rest as drain). Raises ParameterError naming the scenario key of anything
     the program would run otherwise than the file says (more than one link, a capacity schedule,
@@ -135,7 +135,8 @@ def ns3_scenario_arguments(scenario, seed: int, trace: Path) -> list[str]:
     buffer = float(default_buffers(net)[0])
     if not buffer.is_integer() or buffer < 1:
         raise ParameterError(f"network: link '{link.name}': buffer", buffer, "a whole number of packets >= 1")
-    in_flight = float(net.capacities_pps[0] * net.rtt_s[scenario.workload.route]) + buffer
+    rtt = scenario.rtpd_s
+    in_flight = scenario.bottleneck_capacity_pps * rtt + buffer
     if in_flight > NS3_MOST_IN_FLIGHT:
         raise ParameterError(f"network: link '{link.name}'", f"{in_flight:g} packets in flight (BDP + buffer)",
                              f"at most {NS3_MOST_IN_FLIGHT}: ns-3's 8 MiB socket buffers would limit the window")
@@ -153,8 +154,8 @@ def ns3_scenario_arguments(scenario, seed: int, trace: Path) -> list[str]:
     arrivals = scenario.workload.arrivals_s if scenario.workload.kind == "poisson" else scenario.duration_s
     arrivals = min(float(arrivals), scenario.duration_s)
     long_lived = scenario.workload.kind == "long_lived"
-    table = scenario.tables()[list(scenario.seeds).index(seed)]
-    rtt = float(net.rtt_s[scenario.workload.route])
+    if table is None:
+        table = scenario.tables()[list(scenario.seeds).index(seed)]
     for i in np.unique(table.route):
         flow = net.flows[int(i)]
         if flow.interface_pps != NS3_INTERFACE_PPS:
@@ -173,7 +174,7 @@ def ns3_scenario_arguments(scenario, seed: int, trace: Path) -> list[str]:
                              "none (inf): ns-3's flows send until they are done or the run ends")
     write_trace(table, trace, net)
     return [f"--flows-in={trace}", f"--seed={seed}", f"--duration={arrivals!r}",
-            f"--drain={scenario.duration_s - arrivals!r}", f"--capacity-pps={float(net.capacities_pps[0])!r}",
+            f"--drain={scenario.duration_s - arrivals!r}", f"--capacity-pps={scenario.bottleneck_capacity_pps!r}",
             f"--rtpd={rtt!r}", f"--buffer={int(buffer)}",
             f"--initial-cwnd={int(tcp.initial_window)}", f"--min-rto={tcp.min_rto_s!r}",
             f"--limitedTransmit={int(tcp.limited_transmit)}",
@@ -186,8 +187,8 @@ def ns3_scenario_runs(scenario, processes: int = 1) -> tuple[list[dict], float]:
     its flow table under "flows_table" (ns-3's per-flow CSV as arrays), the wall seconds of them all)."""
     with tempfile.TemporaryDirectory() as folder:
         lists, tables = [], []
-        for seed in dict.fromkeys(scenario.seeds):
-            lists.append(ns3_scenario_arguments(scenario, seed, Path(folder) / f"trace_seed{seed}.csv"))
+        for seed, table in dict(zip(scenario.seeds, scenario.tables())).items():  # each seed's flows, drawn once
+            lists.append(ns3_scenario_arguments(scenario, seed, Path(folder) / f"trace_seed{seed}.csv", table))
             tables.append(Path(folder) / f"ns3_flows_seed{seed}.csv")
             lists[-1].append(f"--flows-csv={tables[-1]}")
         results, wall = ns3_runs("shortflows", lists, processes)

@@ -124,7 +124,9 @@ def loop_ops(name: str) -> dict:
     operations per iteration of each loop of `SCOPES` (the body whose instructions carry its
     scope the most)."""
     with tempfile.TemporaryDirectory() as folder:
-        env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={folder} --xla_dump_hlo_as_text --xla_dump_hlo_pass_re=NONE")
+        # the persistent compilation cache off: a program loaded from it is not compiled, nor dumped
+        env = dict(os.environ, FLUIDCC_JAX_CACHE="",
+                   XLA_FLAGS=f"--xla_dump_to={folder} --xla_dump_hlo_as_text --xla_dump_hlo_pass_re=NONE")
         subprocess.run([sys.executable, __file__, "--dump-child", name, "--seconds", "0.2"], env=env, check=True,
                        capture_output=True)
         dumps = sorted(Path(folder).glob("*cpu_after_optimizations.txt"), key=lambda p: p.stat().st_size)
@@ -154,12 +156,12 @@ def main() -> int:
     args = parser.parse_args()
     from fluidcc.packet import simulate_exact
 
-    if args.dump_child or args.ops:
+    if args.dump_child:
         for name, net, protocol, table, options in configurations(args.seconds):
             if name == args.dump_child:
                 simulate_exact(net, protocol, table, duration_s=args.seconds, **options)
-        if args.dump_child:
-            return 0
+        return 0
+    if args.ops:
         counted = {name: loop_ops(name) for name in OPS_CONFIGURATIONS}
         for name, loops in counted.items():
             for scope, row in loops.items():

@@ -91,13 +91,14 @@ def shortflows(args, clock, load: float) -> dict:
     scenario = dataclasses.replace(scenario, duration_s=total, sample_s=args.short_duration / 1000.0,
                                    workload=dataclasses.replace(scenario.workload, load=load,
                                                                 arrivals_s=args.short_duration))
-    net, table = scenario.network, scenario.tables()[0]
+    net = scenario.network
     run, timing = fluidcc_call(lambda: run_scenario(scenario), clock)
     r = ns3_scenario_runs(scenario)[0][0]
     flows = r["flows_table"]
     v = run.isel(run=0).sel(link="bottleneck")
     arrivals = v.sample_time.values <= args.short_duration + 1e-9
-    out = {"load": load, "flows": len(table), "duration_s": args.short_duration, "drain_s": args.drain,
+    n_flows = run.sizes["flow"]
+    out = {"load": load, "flows": n_flows, "duration_s": args.short_duration, "drain_s": args.drain,
            "fluidcc": {**timing, "status": int(v.status), "lanes": int(run.attrs["lanes"]),
                        "lanes_peak": int(v.lanes_peak), "attempts": int(run.attrs["attempts"]),
                        "utilization": float(v.served.values[arrivals].sum())
@@ -109,7 +110,7 @@ def shortflows(args, clock, load: float) -> dict:
                    / max(r["bottleneck"]["run"]["packets_arrived"], 1),
                    "afct_s": float(np.nanmean(flows["fct_s"])), "unfinished": int(np.sum(~np.isfinite(flows["fct_s"])))}}
     out["ratio"] = out["ns3"]["wall_s"] / timing["run_s"]
-    print(f"short flows, load {load:g}, {len(table)} flows, {total:g} s: fluidcc {timing['run_s']:.1f} s "
+    print(f"short flows, load {load:g}, {n_flows} flows, {total:g} s: fluidcc {timing['run_s']:.1f} s "
           f"(+ {timing['compile_s']:.1f} s compiling; lanes {out['fluidcc']['lanes']}, peak "
           f"{out['fluidcc']['lanes_peak']}, {out['fluidcc']['attempts']} attempt(s)), ns-3 {r['wall_s']:.1f} s: "
           f"{out['ratio']:.1f}x; utilization {out['fluidcc']['utilization']:.4f} vs {out['ns3']['utilization']:.4f}, "
