@@ -20,6 +20,9 @@ counted); otherwise it starts at s = max(a, the previous packet's departure) and
 s + b / C(s). Its departure is known when it is admitted (FIFO), so it moves on at once to its
 next stage, which it reaches after the link's propagation delay.
 
+A link whose protocol has no routers and whose capacity has no schedule takes a round of its
+packets in one vectorized pass (`fifo_links`, `simulate_events`), with the same results.
+
 **Receivers** are handled where a flow's last data link delivers (the receiver holds no queue):
 a data packet or SYN that reaches its receiver before the end of the run is received there and
 then (in the order the last link delivers, which is the order of the flow's packets), and its
@@ -635,11 +638,11 @@ def _receive_one(rx: Receivers, f, n_flows: int, valid, seq, branch: bool = True
     Returns (receivers, duplicates, discarded): the packet is in order (it and the run it reaches
     are acknowledged), a duplicate, or held out of order, merged with the runs it touches; where
     no place is free it is discarded (counted; the run's status says so). What the arrival does is
-    worked out first (`_arrival_any`, a search of the store; with `branch`, a flow that holds no
-    run and whose packet is in order or below it skips the search, `_arrival_in_order`), then
+    worked out first (`_arrival_any`, a search of the store; with `branch`, a packet below the next
+    expected, or in order for a flow that holds no run, skips the search, `_arrival_in_order`), then
     written (scalars out of the branch: the store is written in place, never copied)."""
     if branch:
-        easy = ~valid | ((rx.runs_of[f] == 0) & (seq <= rx.rcv_nxt[f]))
+        easy = ~valid | (seq < rx.rcv_nxt[f]) | ((rx.runs_of[f] == 0) & (seq == rx.rcv_nxt[f]))
         arrival = jax.lax.cond(easy, _arrival_in_order, _arrival_any, rx, f, n_flows, valid, seq)
     else:
         arrival = _arrival_any(rx, f, n_flows, valid, seq)
@@ -655,7 +658,8 @@ def _receive_one(rx: Receivers, f, n_flows: int, valid, seq, branch: bool = True
 
 
 def _arrival_in_order(rx: Receivers, f, n_flows: int, valid, seq) -> _Arrival:
-    """`_arrival_any` for a flow that holds no run, its packet in order or a duplicate below it."""
+    """`_arrival_any` for a packet below the next expected (a duplicate, whatever runs the flow
+    holds: they lie above it) or in order for a flow that holds no run."""
     old = rx.rcv_nxt[f]
     none = jnp.asarray(rx.run_flow.shape[0], jnp.int32)
     zero = jnp.asarray(0, jnp.int32)
@@ -719,6 +723,34 @@ def pool_size_for(plan: Plan, flows_width: int) -> int:
     per_link = plan.buffer + capacity_pps * (plan.propagation_s + 4 * plan.lookahead_s) + 2
     need = 2.0 * float(np.sum(per_link)) + 4.0 * flows_width + 64
     return 1 << int(math.ceil(math.log2(need)))
+
+
+#: The links' vectorized pass (`fifo_links`) computes departures in whole steps of the time grid:
+#: a service time s added to a time t on the grid and rounded to it gives t + round(s) in steps as
+#: long as t + s stays below `FIFO_HORIZON_S` (its float64 rounding is then at most 2^-12 of a step)
+#: and s's fraction of a step is more than `FIFO_MARGIN` away from one half.
+FIFO_HORIZON_S = 2.0 ** 10
+FIFO_MARGIN = 2.0 ** -8
+
+
+def fifo_links(protocol: "ExactProtocol", plan: Plan, end_s: float) -> tuple[bool, ...]:
+    """Per link: whether a round of its events may be taken as one vectorized pass, which gives
+    the packets, counts and times the event-by-event pass gives: the protocol has no routers
+    (nothing at the link depends on a packet's header or changes it), the link's capacity has no
+    schedule, and its departures are exact in whole steps of the time grid (`FIFO_HORIZON_S`,
+    `FIFO_MARGIN`: checked here for the data and ACK sizes on the link)."""
+    routers = ("router_init", "router_next", "router_timer", "router_packet", "observe")
+    if any(getattr(type(protocol), name) is not getattr(ExactProtocol, name) for name in routers):
+        return (False,) * plan.n_links
+    out = []
+    for l in range(plan.n_links):
+        constant = int(np.sum(np.isfinite(plan.schedule_s[l]))) <= 1
+        services = [np.float64(size) / np.float64(plan.capacity_Bps[l, 0]) for size in (plan.data_bytes, plan.ack_bytes)]
+        steps = [s / TIME_GRID_S for s in services]
+        clear = all(abs(u - math.floor(u) - 0.5) > FIFO_MARGIN for u in steps)
+        latest = end_s + (float(plan.buffer[l]) + 2.0) * max(services)  # the latest departure of a packet that arrives
+        out.append(bool(constant and clear and latest < FIFO_HORIZON_S))
+    return tuple(out)
 
 
 class LaneView(NamedTuple):
@@ -840,6 +872,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     L, K, P, R = plan.n_links, protocol.header_size, pool_size, plan.ring
     S = min(P, CHUNK)
     n_bins = int(math.ceil(end_s / sample_s - 1e-12))
+    fifo = fifo_links(protocol, plan, end_s)
 
     def padded(a, fill):
         """Per-flow plan array `a` with one more row (index N: no flow) filled with `fill`."""
@@ -1192,6 +1225,25 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                 "kind": jnp.where(kind == DATA, ACK, SYNACK), "seq": received, "sent": echo}
         return c.replace(receivers=rx), row, back, ends
 
+    def onward(l, kind, f, hop, leave, accept, v):
+        """Where packets of `kind` of lanes f that leave link l at `leave` go next (scalars or
+        arrays of one shape): (their hop on the path they take then, the instant they reach the
+        end of the link, in_time: data or a SYN accepted at its last link that reaches its receiver
+        before the end, their next place and the instant they reach it). Data at its last link that
+        reaches the receiver at or after the end stays in flight (parked, never processed)."""
+        is_ack = (kind == ACK) | (kind == SYNACK)
+        hop = hop + 1
+        more = hop < jnp.where(is_ack, v.reverse_length[f], v.route_length[f])
+        following = jnp.where(is_ack, v.reverse[f, jnp.minimum(hop, v.reverse.shape[1] - 1)],
+                              v.route[f, jnp.minimum(hop, v.route.shape[1] - 1)])
+        reach = on_grid(leave + propagation[l])
+        arrives = accept & ~is_ack & ~more
+        in_time = arrives & (reach < end_s)
+        parked = arrives & ~in_time
+        place = jnp.where(more, following, jnp.where(is_ack, L, L + 1))
+        time = jnp.where(more, reach, jnp.where(is_ack, on_grid(reach + v.access[f]), jnp.where(parked, jnp.inf, reach)))
+        return hop, reach, in_time, place, time
+
     def link_stage(c, l, t1, v):
         """Link l takes its arrivals of the step one by one in the order (time, flow, kind, seq), and
         fires its router's timers at their instants; chunk by chunk (`chunk`)."""
@@ -1214,6 +1266,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             # A packet is taken once in a round and nothing else writes its slot before its turn.
             # (past their number: rows of zeros, never used: the loop takes its first n)
             packets = PacketPool(whole=take(pool.whole, idx_s), real=take(pool.real, idx_s))
+            if fifo[l]:
+                return _link_round_fifo(c, l, idx_s, n, v, packets)
             return _link_round(c, l, theta, idx_s, n, v, packets)
 
         return jax.lax.while_loop(more_work, round_, c)
@@ -1271,21 +1325,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             b_timer = jnp.where(fire & (timer < end_s), bin_of(timer), n_bins + 1)
             observed = {name: c.observed[name].at[b_timer, l].set(value[l], mode="drop")
                         for name, value in protocol.observe(router_timed, params).items()}
-            # where it goes next
-            is_ack = (kind == ACK) | (kind == SYNACK)
-            path_length = jnp.where(is_ack, v.reverse_length[f], v.route_length[f])
-            hop = slot.hop + 1
-            more = hop < path_length
-            following = jnp.where(is_ack, v.reverse[f, jnp.minimum(hop, v.reverse.shape[1] - 1)],
-                                  v.route[f, jnp.minimum(hop, v.route.shape[1] - 1)])
-            reach = on_grid(leave + propagation[l])
-            # data at its last link reaches the receiver then if that is before the end; later, it
-            # stays in flight (parked, never processed)
-            arrives = accept & ~is_ack & ~more
-            in_time = arrives & (reach < end_s)
-            parked = arrives & ~in_time
-            place = jnp.where(more, following, jnp.where(is_ack, L, L + 1))
-            time = jnp.where(more, reach, jnp.where(is_ack, on_grid(reach + v.access[f]), jnp.where(parked, jnp.inf, reach)))
+            hop, reach, in_time, place, time = onward(l, kind, f, slot.hop, leave, accept, v)
             # the flow's tally (TALLY_FIELDS), read once and written once
             row = c.counters.tally[f] + _named(TALLY_FIELDS, dropped=drop & (kind == DATA),
                                                control_dropped=drop & (kind != DATA))
@@ -1310,6 +1350,174 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         c, _, iterations = event_loop(cond, _scoped("link_event", body), (c, jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32)))
         return c.replace(work=c.work.replace(link_rounds=c.work.link_rounds + 1,
                                              link_iterations=c.work.link_iterations + iterations))
+
+    def _link_round_fifo(c, l, idx_s, n, v, packets):
+        """`_link_round` for a link of `fifo_links`: the round's n packets (in the total order) in
+        one vectorized pass, with the packets, counts and times the event-by-event pass gives.
+
+        Admission: FIFO departures are a max-plus scan, in whole steps of the time grid (int64,
+        exact): leave_i = D_i + max(free, max over j <= i of a_j - D_{j-1}), D the running sum of
+        the service times. A packet is dropped where the link is busy at its arrival and `buffer`
+        packets wait (those of the ring, admitted before the round, and the round's admitted
+        before it). The pass takes every packet as admitted, finds the first that is not, keeps
+        what comes before it and goes on after it: a pass per drop, plus one.
+
+        Receivers: a flow's data of the round that each come next -- the next expected where the
+        flow holds no out-of-order data, else the end of the highest run it holds (data above a
+        hole) -- update its receiver and counts at once, up to its first packet that does not; from
+        there its packets go through `receive` one by one, in the total order, so that the store of
+        out-of-order runs sees the same writes in the same order (the pass itself only lengthens a
+        run in place). The links' series add the round's packets in the total order (their sums
+        of times on the grid are exact in any order while below 2^21 s)."""
+        g = TIME_GRID_S
+        i = jnp.arange(S)
+        valid = i < n
+        kind, f, hop0 = packets.kind, packets.flow, packets.hop
+        a = jnp.where(valid, packets.time, 0.0)
+        arrival = jnp.round(a / g).astype(jnp.int64)
+        nbytes = size_of[kind]
+        service = jnp.where(valid, jnp.round(nbytes / capacity_Bps[l, 0] / g).astype(jnp.int64), 0)
+        links = c.links
+        acc0 = links.accepted[l]
+        # the ring in the order its packets were admitted (unwritten places, 0, first): nondecreasing
+        line_before = links.ring[l, (acc0 + jnp.arange(R)) % R]
+        waiting_before = R - jnp.searchsorted(line_before, a, side="right").astype(jnp.int32)
+        low = jnp.iinfo(jnp.int64).min // 4
+
+        def admit(state):
+            i0, free_t, accept, drop, begin, leave, _ = state
+            m = valid & (i >= i0)
+            d = jnp.where(m, service, 0)
+            total = jnp.cumsum(d)
+            leave_m = total + jnp.maximum(free_t, jax.lax.cummax(jnp.where(m, arrival - (total - d), low)))
+            begin_m = leave_m - d
+            taken = accept | m
+            line = jax.lax.cummax(jnp.where(taken, jnp.where(m, begin_m, begin), low))
+            later = jnp.searchsorted(line, arrival, side="right")  # the first admitted that begins after
+            before = jnp.cumsum(taken, dtype=jnp.int32) - taken
+            waiting = waiting_before + before - before[jnp.minimum(later, i)]
+            dropped = m & (begin_m > arrival) & (waiting >= buffer[l])
+            found = jnp.any(dropped)
+            first = jnp.where(found, jnp.argmax(dropped), S)
+            keep = m & (i < first)
+            free_t = jnp.where(jnp.any(keep), jnp.max(jnp.where(keep, leave_m, low)), free_t)
+            return (first + 1, free_t, accept | keep, drop | (i == first), jnp.where(keep, begin_m, begin),
+                    jnp.where(keep, leave_m, leave), found)
+
+        none = jnp.zeros(S, bool)
+        ticks = jnp.zeros(S, jnp.int64)
+        state = (jnp.asarray(0, i.dtype), jnp.round(links.free_at[l] / g).astype(jnp.int64), none, none, ticks, ticks,
+                 jnp.asarray(True))
+        _, _, accept, drop, begin, leave, _ = jax.lax.while_loop(lambda state: state[-1], admit, state)
+        begin, leave = begin.astype(jnp.float64) * g, leave.astype(jnp.float64) * g
+        n_accepted = jnp.sum(accept, dtype=jnp.int32)
+        # the link's row: counts, busy time (terms on the grid, summed exactly, then the one packet
+        # in service at the end), the instant it is next free
+        whole = jnp.sum(jnp.where(accept & (leave <= end_s), leave - begin, 0.0))
+        crossing = jnp.sum(jnp.where(accept & (begin < end_s) & (leave > end_s), end_s - begin, 0.0))
+        row = links.row[l] + _named(LINK_FIELDS, accepted=n_accepted, arrived=n, dropped=jnp.sum(drop),
+                                    data_accepted=jnp.sum(accept & (kind == DATA)), busy_s=whole)
+        row = row + _named(LINK_FIELDS, busy_s=crossing)
+        row = row.at[0].set(jnp.where(n_accepted > 0, jnp.max(jnp.where(accept, leave, -jnp.inf)), row[0]))
+        rank = jnp.cumsum(accept, dtype=jnp.int32) - accept
+        kept = accept & (rank >= n_accepted - R)  # the last R admitted: the ring's places, once each
+        ring = links.ring.at[l, jnp.where(kept, (acc0 + rank) % R, R)].set(begin, mode="drop")
+        c = c.replace(links=LinkState(ring=ring, row=links.row.at[l].set(row)))
+        # the links' series, added in the total order
+        waits = accept & (begin > a)
+        ones = jnp.ones(S)
+        added_in = jnp.where(jnp.stack([valid, accept, drop, waits, waits], axis=1),
+                             jnp.stack([ones, ones, ones, ones, a], axis=1), 0.0)
+        added_out = jnp.where(jnp.stack([accept, waits, waits], axis=1), jnp.stack([nbytes, ones, begin], axis=1), 0.0)
+        bins = c.bins.at[jnp.where(valid, bin_of(a), n_bins + 1), l, :BINS_IN].add(added_in, mode="drop")
+        bins = bins.at[jnp.where(accept, bin_of(begin), n_bins + 1), l, BINS_IN:].add(added_out, mode="drop")
+        hop, reach, in_time, place, time = onward(l, kind, f, hop0, leave, accept, v)
+        # the receivers: each packet's count of its flow's data of the round up to it
+        rx = c.receivers
+        is_data = in_time & (kind == DATA)
+        ends = in_time & (kind == HANDSHAKE_ACK)
+        lane = jnp.where(valid, f, F)
+        lane_s, by_lane = jax.lax.sort((lane, i), num_keys=2)
+        x = is_data[by_lane].astype(jnp.int32)
+        upto = jnp.cumsum(x)
+        head = jax.lax.cummax(jnp.where(jnp.concatenate([jnp.ones(1, bool), lane_s[1:] != lane_s[:-1]]), i, 0))
+        counted = jnp.zeros(S, jnp.int32).at[by_lane].set(upto - upto[head] + x[head])
+        # a flow's data extend the next expected (no data held out of order) or the highest run it
+        # holds (data above a hole); up to the first packet that does neither, they are taken here
+        # at once, the rest of its packets one by one (`receive`)
+        m = rx.run_flow.shape[0]
+        owner = jnp.minimum(rx.run_flow, F)  # F: a free place
+        top = jax.ops.segment_max(rx.run_e, owner, num_segments=F + 1)[:F]
+        top_at = jax.ops.segment_max(jnp.where((owner < F) & (rx.run_e == top[jnp.minimum(owner, F - 1)]),
+                                               jnp.arange(m), -1), owner, num_segments=F + 1)[:F]
+        extending = rx.runs_of > 0
+        base = jnp.where(extending, top, rx.rcv_nxt)
+        astray = is_data & (packets.seq != base[f] + counted - 1)
+        first_astray = jax.ops.segment_min(jnp.where(astray, i, S), lane, num_segments=F + 1)[:F]
+        hard = in_time & (i >= first_astray[f])
+        easy = in_time & ~hard
+        easy_data = easy & (kind == DATA)
+        ahead = extending[f]
+        # the ACK of each: the next expected after it, and the echoed timestamp (an ACK of data
+        # above a hole echoes TS.Recent, which only data in order set)
+        received = jnp.where(ahead, rx.rcv_nxt[f], rx.rcv_nxt[f] + counted)
+        echo = jnp.where(ahead & (kind == DATA), rx.ts_recent[f], packets.sent)
+        per_lane = jax.ops.segment_sum(jnp.stack([easy_data, easy & ends, drop & (kind == DATA), drop & (kind != DATA)],
+                                                 axis=1).astype(jnp.int32), lane, num_segments=F + 1)[:F]
+        last = jax.ops.segment_max(jnp.where(easy_data, i, -1), lane, num_segments=F + 1)[:F]
+        finishing = easy_data & (received >= v.flows.size[f])
+        first = jax.ops.segment_min(jnp.where(finishing, i, S), lane, num_segments=F + 1)[:F]
+        has = last >= 0
+        at_last = jnp.clip(last, 0, S - 1)
+        tally = c.counters.tally
+        finish, latest = TALLY_FIELDS.index("finish"), TALLY_FIELDS.index("last_delivered")
+        added = {"delivered": per_lane[:, 0], "handshake_acks": per_lane[:, 1], "dropped": per_lane[:, 2],
+                 "control_dropped": per_lane[:, 3]}
+        counts = jnp.stack([added.get(name, jnp.zeros(F, jnp.int32)) for name in TALLY_COUNTS], axis=1)
+        tally = jnp.concatenate([
+            tally[:, :finish] + counts,
+            jnp.where(jnp.isnan(tally[:, finish]) & (first < S), reach[jnp.clip(first, 0, S - 1)], tally[:, finish])[:, None],
+            jnp.where(has, reach[at_last], tally[:, latest])[:, None]], axis=1)
+        grown = extending & (per_lane[:, 0] > 0)
+        rx = rx.replace(rcv_nxt=jnp.where(extending, rx.rcv_nxt, rx.rcv_nxt + per_lane[:, 0]),
+                        ts_recent=jnp.where(has & ~extending, packets.sent[at_last], rx.ts_recent),
+                        run_e=rx.run_e.at[jnp.where(grown, top_at, m)].set(top + per_lane[:, 0], mode="drop"))
+        c = c.replace(bins=bins, receivers=rx, counters=c.counters.replace(tally=tally))
+        # the packets of the other flows, one by one
+        hard_at = jnp.nonzero(hard, size=S, fill_value=S)[0]
+        n_hard = jnp.sum(hard, dtype=jnp.int32)
+
+        def one(loop, active):
+            c, j, received, echo = loop
+            k = hard_at[jnp.minimum(j, S - 1)]
+            slot = jax.tree_util.tree_map(lambda field: field[jnp.minimum(k, S - 1)], packets)
+            fk = slot.flow
+            valid_k = active & (j < n_hard)
+            c, row, back, _ = receive(c, fk, c.counters.tally[fk], slot, reach[jnp.minimum(k, S - 1)], valid_k, v)
+            c = c.replace(counters=c.counters.replace(tally=c.counters.tally.at[fk].set(row)))
+            at = jnp.where(valid_k, k, S)
+            return (c, j + 1, received.at[at].set(back["seq"], mode="drop"), echo.at[at].set(back["sent"], mode="drop"))
+
+        c, _, received, echo = event_loop(lambda loop: loop[1] < n_hard, _scoped("link_receiver", one),
+                                          (c, jnp.asarray(0, jnp.int32), received, echo))
+        # the slots, written as rows (as in `_link_round`)
+        through = v.reverse_length[f] > 0
+        answer = in_time & ~ends
+        gone = drop | ends
+        back_place = jnp.where(through, v.reverse[f, 0], L)
+        back_time = jnp.where(through, reach, on_grid(reach + v.back[f]))
+        pool = c.pool.put(jnp.where(valid, idx_s, P), PacketPool.of(
+            place=jnp.where(gone, FREE, jnp.where(answer, back_place, place)),
+            time=jnp.where(gone, jnp.inf, jnp.where(answer, back_time, time)),
+            flow=f, hop=jnp.where(accept, jnp.where(answer, 0, hop), hop0), header=packets.header,
+            kind=jnp.where(answer, jnp.where(kind == DATA, ACK, SYNACK), kind),
+            seq=jnp.where(answer, received, packets.seq), sent=jnp.where(answer, echo, packets.sent)))
+        order_gone = jnp.cumsum(gone, dtype=jnp.int32) - gone
+        free = FreeSlots(stack=c.free.stack.at[jnp.where(gone, c.free.top + order_gone, P)].set(idx_s, mode="drop"),
+                         top=c.free.top + jnp.sum(gone, dtype=jnp.int32))
+        return c.replace(pool=pool, free=free,
+                         work=c.work.replace(link_rounds=c.work.link_rounds + 1,
+                                             link_iterations=c.work.link_iterations + n))
 
     def step(loop):
         c, k = loop
