@@ -24,11 +24,14 @@ RTPD 100 ms) at load 0.5 and 0.9, and at load 0.5 on 1024 lanes (what a lane cos
 
 Operations per iteration (`--ops`): for the dumbbell of 50 flows and the short flows at load 0.9,
 the optimized program XLA compiles (dumped by a child process of this script) is read, and the
-operations that one iteration of the senders' loop and one link event execute are counted (every
-instruction of the loop's body but parameters, tuples, constants and bitcasts; of a branch, the
-larger side; the engine names the two bodies with JAX name scopes). On a CPU the XLA runtime
-calls each such operation separately, so their number, not the size of their arrays, sets the
-cost of an iteration.
+operations that one execution of each of these executes are counted: an iteration of the senders'
+loop; a link event, where a link takes its events one by one (routers, capacity schedules); and,
+where a link takes a round in one vectorized pass, the round's own operations (a loop inside it
+counted once), a pass of its admission (one per drop, plus one) and a packet it takes one by one
+at a receiver. Counted: every instruction of the body but parameters, tuples, constants and
+bitcasts; of a branch, the larger side; the engine names the bodies with JAX name scopes. On a
+CPU the XLA runtime calls each such operation separately, so their number sets much of the cost
+of an iteration (the size of their arrays the rest).
 
 Run:
 
@@ -54,9 +57,11 @@ from _harness import CompileClock, machine_info, timed, write_json
 from _packet_scenarios import network, shortflow_network
 
 HERE = Path(__file__).resolve().parent
-UNITS = ("steps", "sender_rounds", "sender_iterations", "sender_lane_iterations", "link_rounds", "link_iterations")
+UNITS = ("steps", "sender_rounds", "sender_iterations", "sender_lane_iterations", "link_rounds", "link_iterations",
+         "link_passes", "link_one_by_one")
 #: The counts the engine reports (work_*); sender_lane_iterations is sender_iterations times lanes.
-COUNTED = ("steps", "sender_rounds", "sender_iterations", "link_rounds", "link_iterations")
+COUNTED = ("steps", "sender_rounds", "sender_iterations", "link_rounds", "link_iterations", "link_passes",
+           "link_one_by_one")
 
 
 def configurations(seconds: float):
@@ -84,7 +89,11 @@ def configurations(seconds: float):
 
 
 #: The loops whose bodies `--ops` counts: the engine's name scope of each.
-SCOPES = {"sender_iteration": "an iteration of the senders' loop", "link_event": "a link event"}
+SCOPES = {"sender_iteration": "an iteration of the senders' loop",
+          "link_event": "a link event (event by event: routers, schedules)",
+          "link_round": "a link round in one pass (loops once each)",
+          "link_admission": "a pass of its admission",
+          "link_receiver": "a packet it takes one by one at a receiver"}
 OPS_CONFIGURATIONS = ("dumbbell 50 flows", "short flows load 0.9")
 _TRIVIAL = re.compile(r" (parameter|get-tuple-element|tuple|constant|bitcast)\(")
 
@@ -137,6 +146,8 @@ def loop_ops(name: str) -> dict:
     for scope in SCOPES:
         marked = {b: sum(f"/{scope}/" in line for line in computations[b]) for b in bodies}
         body = max(marked, key=marked.get)
+        if marked[body] == 0:
+            continue  # not in this program (the links of a protocol without routers take rounds in one pass)
         ops, copies = _ops(computations, body)
         kinds = collections.Counter(re.sub(r"(_fusion)?(\.\d+)?$", "", m.group(1)) for line in computations[body]
                                     if not _TRIVIAL.search(line) and (m := re.match(r"\s*(?:ROOT )?%?([\w\-]+)", line)))

@@ -56,6 +56,11 @@ def fluidcc_call(call, clock: CompileClock) -> tuple[object, dict]:
     return run, {"wall_s": wall, "compile_s": clock.seconds, "run_s": wall - clock.seconds}
 
 
+def work_of(run) -> dict:
+    """What the engine did in a call (its work_* counts, summed over the call's runs)."""
+    return {name: int(run[name].values.sum()) for name in run.data_vars if name.startswith("work_")}
+
+
 def dumbbell(args, clock, seeds: list[int], duration: float, processes: int) -> dict:
     from fluidcc.packet import Scenario, run_scenario
 
@@ -71,7 +76,8 @@ def dumbbell(args, clock, seeds: list[int], duration: float, processes: int) -> 
     out = {"seeds": seeds, "duration_s": duration, "flows": args.flows, "ns3_processes": processes,
            "fluidcc": {**timing, "forwarded": forwarded, "packets_per_s": forwarded / timing["run_s"],
                        "statuses": sorted({int(x) for x in run.status.values}), "batch": run.attrs["batch"],
-                       "utilization": float(run.busy.mean()), "mean_queue": float(run.queue_mean.mean())},
+                       "utilization": float(run.busy.mean()), "mean_queue": float(run.queue_mean.mean()),
+                       **work_of(run)},
            "ns3": {"wall_s": ns3_time, "forwarded": ns3_forwarded, "packets_per_s": ns3_forwarded / ns3_time,
                    "utilization": float(np.mean([r["bottleneck"]["run"]["utilization"] for r in theirs])),
                    "mean_queue": float(np.mean([r["bottleneck"]["run"]["mean_queue_packets"] for r in theirs]))}}
@@ -104,7 +110,8 @@ def shortflows(args, clock, load: float) -> dict:
                        "utilization": float(v.served.values[arrivals].sum())
                        / (float(net.capacities_pps[0]) * args.short_duration),
                        "drop_rate": float(v.link_dropped) / float(v.link_arrived),
-                       "afct_s": float(np.nanmean(v.fct.values)), "unfinished": int(np.isnan(v.fct.values).sum())},
+                       "afct_s": float(np.nanmean(v.fct.values)), "unfinished": int(np.isnan(v.fct.values).sum()),
+                       **work_of(run)},
            "ns3": {"wall_s": r["wall_s"], "utilization": r["bottleneck"]["arrivals"]["utilization"],
                    "drop_rate": r["bottleneck"]["run"]["packets_dropped"]
                    / max(r["bottleneck"]["run"]["packets_arrived"], 1),
@@ -146,9 +153,7 @@ def scaling(args, clock, sizes_kind: str) -> dict:
             rows.append({"duration_s": duration, "flows": len(table), **timing, "status": int(run.status[0]),
                          "lanes": int(run.attrs["lanes"]), "lanes_peak": int(run.lanes_peak[0]),
                          "attempts": int(run.attrs["attempts"]), "finished": int(np.isfinite(run.fct.values).sum()),
-                         "wall_per_simulated_s": timing["run_s"] / duration,
-                         **{f"work_{unit}": int(run[f"work_{unit}"][0]) for unit in
-                            ("steps", "sender_rounds", "sender_iterations", "link_rounds", "link_iterations")}})
+                         "wall_per_simulated_s": timing["run_s"] / duration, **work_of(run)})
             print(f"scaling, {sizes_kind} sizes, {label}: {duration:g} s, {len(table)} flows ({rows[-1]['finished']} finished): "
                   f"{rows[-1]['wall_per_simulated_s']:.4f} wall s per simulated s (lanes {rows[-1]['lanes']}, "
                   f"peak {rows[-1]['lanes_peak']}); per simulated s, sender iterations "

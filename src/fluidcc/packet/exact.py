@@ -580,15 +580,19 @@ class EngineState(_Record):
 @dataclass(frozen=True)
 class Work(_Record):
     """What a run's engine did (the profile's units): steps, rounds of the senders' stage and the
-    iterations of their loop (each takes up to one event and sends up to one packet per lane), rounds of the link stages
-    (a round sorts a chunk of a link's events) and their iterations (one event each: a packet or a
-    router timer)."""
+    iterations of their loop (each takes up to one event and sends up to one packet per lane), rounds
+    of the link stages (a round sorts a chunk of a link's events) and their iterations (one event
+    each: a packet or a router timer); of the rounds taken in one vectorized pass (`fifo_links`),
+    the passes of their admission (one per drop, plus one) and the packets they took at their
+    receiver one by one."""
 
     steps: jax.Array
     sender_rounds: jax.Array
     sender_iterations: jax.Array
     link_rounds: jax.Array
     link_iterations: jax.Array
+    link_passes: jax.Array
+    link_one_by_one: jax.Array
 
 
 @jax.tree_util.register_dataclass
@@ -941,7 +945,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                         router=router0, observed=observed, status=jnp.asarray(0, jnp.int32),
                         lanes=LaneTable(flow=no_flow, given=jnp.asarray(0, jnp.int32),
                                         short=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32)),
-                        outputs=outputs, work=Work(*(jnp.asarray(0, jnp.int32) for _ in range(5))))
+                        outputs=outputs, work=Work(*(jnp.asarray(0, jnp.int32) for _ in dataclasses.fields(Work))))
 
     # ------------------------------------------------------------------ lanes
     def write_out(c, mask):
@@ -1267,7 +1271,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             # (past their number: rows of zeros, never used: the loop takes its first n)
             packets = PacketPool(whole=take(pool.whole, idx_s), real=take(pool.real, idx_s))
             if fifo[l]:
-                return _link_round_fifo(c, l, idx_s, n, v, packets)
+                return _scoped("link_round", _link_round_fifo)(c, l, idx_s, n, v, packets)
             return _link_round(c, l, theta, idx_s, n, v, packets)
 
         return jax.lax.while_loop(more_work, round_, c)
@@ -1385,7 +1389,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         low = jnp.iinfo(jnp.int64).min // 4
 
         def admit(state):
-            i0, free_t, accept, drop, begin, leave, _ = state
+            i0, free_t, accept, drop, begin, leave, _, passes = state
             m = valid & (i >= i0)
             d = jnp.where(m, service, 0)
             total = jnp.cumsum(d)
@@ -1402,13 +1406,14 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             keep = m & (i < first)
             free_t = jnp.where(jnp.any(keep), jnp.max(jnp.where(keep, leave_m, low)), free_t)
             return (first + 1, free_t, accept | keep, drop | (i == first), jnp.where(keep, begin_m, begin),
-                    jnp.where(keep, leave_m, leave), found)
+                    jnp.where(keep, leave_m, leave), found, passes + 1)
 
         none = jnp.zeros(S, bool)
         ticks = jnp.zeros(S, jnp.int64)
         state = (jnp.asarray(0, i.dtype), jnp.round(links.free_at[l] / g).astype(jnp.int64), none, none, ticks, ticks,
-                 jnp.asarray(True))
-        _, _, accept, drop, begin, leave, _ = jax.lax.while_loop(lambda state: state[-1], admit, state)
+                 jnp.asarray(True), jnp.asarray(0, jnp.int32))
+        _, _, accept, drop, begin, leave, _, passes = jax.lax.while_loop(lambda state: state[-2],
+                                                                          _scoped("link_admission", admit), state)
         begin, leave = begin.astype(jnp.float64) * g, leave.astype(jnp.float64) * g
         n_accepted = jnp.sum(accept, dtype=jnp.int32)
         # the link's row: counts, busy time (terms on the grid, summed exactly, then the one packet
@@ -1515,9 +1520,11 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         order_gone = jnp.cumsum(gone, dtype=jnp.int32) - gone
         free = FreeSlots(stack=c.free.stack.at[jnp.where(gone, c.free.top + order_gone, P)].set(idx_s, mode="drop"),
                          top=c.free.top + jnp.sum(gone, dtype=jnp.int32))
+        work = c.work
         return c.replace(pool=pool, free=free,
-                         work=c.work.replace(link_rounds=c.work.link_rounds + 1,
-                                             link_iterations=c.work.link_iterations + n))
+                         work=work.replace(link_rounds=work.link_rounds + 1, link_iterations=work.link_iterations + n,
+                                           link_passes=work.link_passes + passes,
+                                           link_one_by_one=work.link_one_by_one + n_hard))
 
     def step(loop):
         c, k = loop
