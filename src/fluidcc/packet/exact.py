@@ -123,8 +123,11 @@ CHUNK = 1024
 RING_SCAN = 1 << 13
 #: Lanes the senders' stage moves together (the busy lanes of a round, a block at a time).
 SENDER_BLOCK = 64
+#: Packets a sender may put on the wire in one iteration of the senders' loop (at one instant, one
+#: after another through its interface: a window that opens by two at an ACK, a burst).
+SENDS_PER_ITERATION = 2
 #: Most iterations of the senders' loop in one round (an iteration takes up to one event and
-#: sends up to one packet per lane); more stops the run with status 2.
+#: sends up to `SENDS_PER_ITERATION` packets per lane); more stops the run with status 2.
 MOST_ACTIONS = 1 << 20
 
 
@@ -580,7 +583,7 @@ class EngineState(_Record):
 @dataclass(frozen=True)
 class Work(_Record):
     """What a run's engine did (the profile's units): steps, rounds of the senders' stage and the
-    iterations of their loop (each takes up to one event and sends up to one packet per lane), rounds
+    iterations of their loop (each takes up to one event and sends up to `SENDS_PER_ITERATION` packets per lane), rounds
     of the link stages (a round sorts a chunk of a link's events) and their iterations (one event
     each: a packet or a router timer); of the rounds taken in one vectorized pass (`fifo_links`),
     the passes of their admission (one per drop, plus one) and the packets they took at their
@@ -1134,31 +1137,38 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             top = top + jnp.sum(take_ack, dtype=jnp.int32)
             pool = pool.freed(jnp.where(take_ack, idx, P))
             pointer = pointer + take_ack
-            # the senders that are ready put a packet on the wire (those ready before, whose state
-            # and instant the event left alone, and those the event made ready)
-            want = protocol.ready(proto, params, v.flows, now) & (now < t1) & active & ok
-            enough = top >= jnp.sum(want)
-            go = want & enough
-            proto, packet = protocol.send(proto, params, v.flows, now, go)
-            rank = jnp.cumsum(go) - go
-            slot = free_stack[jnp.clip(top - 1 - rank, 0, P - 1)]
-            top = top - jnp.sum(go, dtype=jnp.int32)
             counters = c.counters
-            nbytes = size_of[packet.kind]
-            start = jnp.maximum(now, counters.nic_free)
-            leave = on_grid(start + (nbytes / v.interface if protocol.paced else 0.0))
-            arrive = on_grid(leave + v.access)
-            target = jnp.where(go, slot, P)
-            pool = pool.put(target, PacketPool.of(time=arrive, place=v.route[:, 0], flow=lanes, hop=0,
-                                                  kind=packet.kind, seq=packet.seq, sent=now,
-                                                  header=packet.header.reshape(n, K)))
-            data = go & (packet.kind == DATA)
-            counters = counters.replace(nic_free=jnp.where(go, leave, counters.nic_free),
-                                        sent=counters.sent + data, packets_sent=counters.packets_sent + go,
-                                        acks_received=counters.acks_received + take_ack,
-                                        first_sent=jnp.where(go & jnp.isnan(counters.first_sent), now,
-                                                             counters.first_sent))
-            status = jnp.where(jnp.any(want) & ~enough, 1, c.status)
+            counters = counters.replace(acks_received=counters.acks_received + take_ack)
+            status = c.status
+
+            def put_on_wire(proto, pool, top, counters, status):
+                """The senders that are ready put a packet on the wire at `now`."""
+                want = protocol.ready(proto, params, v.flows, now) & (now < t1) & active & ok
+                enough = top >= jnp.sum(want)
+                go = want & enough
+                proto, packet = protocol.send(proto, params, v.flows, now, go)
+                rank = jnp.cumsum(go) - go
+                slot = free_stack[jnp.clip(top - 1 - rank, 0, P - 1)]
+                top = top - jnp.sum(go, dtype=jnp.int32)
+                nbytes = size_of[packet.kind]
+                start = jnp.maximum(now, counters.nic_free)
+                leave = on_grid(start + (nbytes / v.interface if protocol.paced else 0.0))
+                arrive = on_grid(leave + v.access)
+                pool = pool.put(jnp.where(go, slot, P), PacketPool.of(
+                    time=arrive, place=v.route[:, 0], flow=lanes, hop=0, kind=packet.kind, seq=packet.seq, sent=now,
+                    header=packet.header.reshape(n, K)))
+                data = go & (packet.kind == DATA)
+                counters = counters.replace(nic_free=jnp.where(go, leave, counters.nic_free),
+                                            sent=counters.sent + data, packets_sent=counters.packets_sent + go,
+                                            first_sent=jnp.where(go & jnp.isnan(counters.first_sent), now,
+                                                                 counters.first_sent))
+                return proto, pool, top, counters, jnp.where(jnp.any(want) & ~enough, 1, status)
+
+            # the senders that are ready put packets on the wire (those ready before, whose state
+            # and instant the event left alone, and those the event made ready), up to
+            # SENDS_PER_ITERATION each at this instant (what the next iterations would do first)
+            for _ in range(SENDS_PER_ITERATION):
+                proto, pool, top, counters, status = put_on_wire(proto, pool, top, counters, status)
             status = jnp.where(active & (iterations >= MOST_ACTIONS), 2, status)
             c = c.replace(pool=pool, free=FreeSlots(stack=free_stack, top=top), proto=proto, counters=counters,
                           status=status)
