@@ -20,8 +20,10 @@ counted); otherwise it starts at s = max(a, the previous packet's departure) and
 s + b / C(s). Its departure is known when it is admitted (FIFO), so it moves on at once to its
 next stage, which it reaches after the link's propagation delay.
 
-A link whose protocol has no routers and whose capacity has no schedule takes a round of its
-packets in one vectorized pass (`fifo_links`, `simulate_events`), with the same results.
+A link whose protocol has no routers, whose capacity has no schedule and whose departures are
+exact in whole steps of the time grid up to the run's end (`fifo_links`: service times away from
+half a step, departures before `FIFO_HORIZON_S`) takes a round of its packets in one vectorized
+pass (`simulate_events`), with the same results.
 
 **Receivers** are handled where a flow's last data link delivers (the receiver holds no queue):
 a data packet or SYN that reaches its receiver before the end of the run is received there and
@@ -1259,8 +1261,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         return hop, reach, in_time, place, time
 
     def link_stage(c, l, t1, v):
-        """Link l takes its arrivals of the step one by one in the order (time, flow, kind, seq), and
-        fires its router's timers at their instants; chunk by chunk (`chunk`)."""
+        """Link l takes its arrivals of the step in the order (time, flow, kind, seq), and fires its
+        router's timers at their instants; chunk by chunk (`chunk`), a chunk one event at a time
+        (`_link_round`) or, on a link of `fifo_links`, in one vectorized pass (`_link_round_fifo`)."""
         def more_work(c):
             pool = c.pool
             return (jnp.any((pool.place == l) & (pool.time < t1))
@@ -1381,8 +1384,11 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         hole) -- update its receiver and counts at once, up to its first packet that does not; from
         there its packets go through `receive` one by one, in the total order, so that the store of
         out-of-order runs sees the same writes in the same order (the pass itself only lengthens a
-        run in place). The links' series add the round's packets in the total order (their sums
-        of times on the grid are exact in any order while below 2^21 s)."""
+        run in place). The links' series take the round's packets with one scatter-add, its
+        updates in the total order: XLA on a CPU applies them in that order, as the event-by-event
+        pass adds them. (Elsewhere the order is not promised: the sums of times on the grid, the
+        series' waiting times, are exact in any order only while below 2^21 s, and beyond that
+        may differ in their last bits.)"""
         g = TIME_GRID_S
         i = jnp.arange(S)
         valid = i < n
@@ -1498,7 +1504,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                         ts_recent=jnp.where(has & ~extending, packets.sent[at_last], rx.ts_recent),
                         run_e=rx.run_e.at[jnp.where(grown, top_at, m)].set(top + per_lane[:, 0], mode="drop"))
         c = c.replace(bins=bins, receivers=rx, counters=c.counters.replace(tally=tally))
-        # the packets of the other flows, one by one
+        # the rest of each flow's packets, from its first that comes neither next in order nor at
+        # the end of its highest run: one by one, in the total order
         hard_at = jnp.nonzero(hard, size=S, fill_value=S)[0]
         n_hard = jnp.sum(hard, dtype=jnp.int32)
 
