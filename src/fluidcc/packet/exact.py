@@ -1458,14 +1458,24 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         is_data = in_time & (kind == DATA)
         ends = in_time & (kind == HANDSHAKE_ACK)
         lane = jnp.where(valid, f, F)
+        # data below the next expected at the round's start are duplicates whatever comes before
+        # them; the others advance the receiver (in order) or extend a run (above a hole)
+        below = is_data & (packets.seq < rx.rcv_nxt[f])
+        advancing = is_data & ~below
+        # per packet, in its flow's packets of the round (sorted by flow, then in the total order):
+        # the advancing data up to it, and the last advancing data up to it (-1: none)
         lane_s, by_lane = jax.lax.sort((lane, i), num_keys=2)
-        x = is_data[by_lane].astype(jnp.int32)
+        x = advancing[by_lane].astype(jnp.int32)
         upto = jnp.cumsum(x)
         head = jax.lax.cummax(jnp.where(jnp.concatenate([jnp.ones(1, bool), lane_s[1:] != lane_s[:-1]]), i, 0))
         counted = jnp.zeros(S, jnp.int32).at[by_lane].set(upto - upto[head] + x[head])
+        stride = S + 1
+        latest_key = jax.lax.cummax(lane_s * stride + jnp.where(x > 0, by_lane + 1, 0))
+        last_advancing = jnp.zeros(S, jnp.int32).at[by_lane].set((latest_key - lane_s * stride - 1).astype(jnp.int32))
         # a flow's data extend the next expected (no data held out of order) or the highest run it
-        # holds (data above a hole); up to the first packet that does neither, they are taken here
-        # at once, the rest of its packets one by one (`receive`)
+        # holds (data above a hole), or are duplicates below the next expected; up to its first
+        # packet that is none of these, they are taken here at once, the rest of its packets one
+        # by one (`receive`)
         m = rx.run_flow.shape[0]
         owner = jnp.minimum(rx.run_flow, F)  # F: a free place
         top = jax.ops.segment_max(rx.run_e, owner, num_segments=F + 1)[:F]
@@ -1473,36 +1483,41 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                                                jnp.arange(m), -1), owner, num_segments=F + 1)[:F]
         extending = rx.runs_of > 0
         base = jnp.where(extending, top, rx.rcv_nxt)
-        astray = is_data & (packets.seq != base[f] + counted - 1)
+        astray = advancing & (packets.seq != base[f] + counted - 1)
         first_astray = jax.ops.segment_min(jnp.where(astray, i, S), lane, num_segments=F + 1)[:F]
         hard = in_time & (i >= first_astray[f])
         easy = in_time & ~hard
         easy_data = easy & (kind == DATA)
         ahead = extending[f]
-        # the ACK of each: the next expected after it, and the echoed timestamp (an ACK of data
-        # above a hole echoes TS.Recent, which only data in order set)
+        # the ACK of each: the next expected after it, and the echoed timestamp (TS.Recent, which
+        # only data in order set: a duplicate echoes the last of them before it, data above a hole
+        # the flow's at the start of the round)
         received = jnp.where(ahead, rx.rcv_nxt[f], rx.rcv_nxt[f] + counted)
-        echo = jnp.where(ahead & (kind == DATA), rx.ts_recent[f], packets.sent)
-        per_lane = jax.ops.segment_sum(jnp.stack([easy_data, easy & ends, drop & (kind == DATA), drop & (kind != DATA)],
-                                                 axis=1).astype(jnp.int32), lane, num_segments=F + 1)[:F]
+        recent = jnp.where(~ahead & (last_advancing >= 0), packets.sent[jnp.clip(last_advancing, 0, S - 1)],
+                           rx.ts_recent[f])
+        echo = jnp.where((kind == DATA) & (ahead | below), recent, packets.sent)
+        per_lane = jax.ops.segment_sum(jnp.stack([easy_data, easy & ends, drop & (kind == DATA), drop & (kind != DATA),
+                                                  easy & advancing, easy & below], axis=1).astype(jnp.int32),
+                                       lane, num_segments=F + 1)[:F]
+        moved = per_lane[:, 4]  # advancing data taken at once: the next expected, or the highest run's end
         last = jax.ops.segment_max(jnp.where(easy_data, i, -1), lane, num_segments=F + 1)[:F]
+        last_moved = jax.ops.segment_max(jnp.where(easy & advancing, i, -1), lane, num_segments=F + 1)[:F]
         finishing = easy_data & (received >= v.flows.size[f])
         first = jax.ops.segment_min(jnp.where(finishing, i, S), lane, num_segments=F + 1)[:F]
-        has = last >= 0
-        at_last = jnp.clip(last, 0, S - 1)
         tally = c.counters.tally
         finish, latest = TALLY_FIELDS.index("finish"), TALLY_FIELDS.index("last_delivered")
         added = {"delivered": per_lane[:, 0], "handshake_acks": per_lane[:, 1], "dropped": per_lane[:, 2],
-                 "control_dropped": per_lane[:, 3]}
+                 "control_dropped": per_lane[:, 3], "duplicates": per_lane[:, 5]}
         counts = jnp.stack([added.get(name, jnp.zeros(F, jnp.int32)) for name in TALLY_COUNTS], axis=1)
         tally = jnp.concatenate([
             tally[:, :finish] + counts,
             jnp.where(jnp.isnan(tally[:, finish]) & (first < S), reach[jnp.clip(first, 0, S - 1)], tally[:, finish])[:, None],
-            jnp.where(has, reach[at_last], tally[:, latest])[:, None]], axis=1)
-        grown = extending & (per_lane[:, 0] > 0)
-        rx = rx.replace(rcv_nxt=jnp.where(extending, rx.rcv_nxt, rx.rcv_nxt + per_lane[:, 0]),
-                        ts_recent=jnp.where(has & ~extending, packets.sent[at_last], rx.ts_recent),
-                        run_e=rx.run_e.at[jnp.where(grown, top_at, m)].set(top + per_lane[:, 0], mode="drop"))
+            jnp.where(last >= 0, reach[jnp.clip(last, 0, S - 1)], tally[:, latest])[:, None]], axis=1)
+        grown = extending & (moved > 0)
+        rx = rx.replace(rcv_nxt=jnp.where(extending, rx.rcv_nxt, rx.rcv_nxt + moved),
+                        ts_recent=jnp.where((last_moved >= 0) & ~extending,
+                                            packets.sent[jnp.clip(last_moved, 0, S - 1)], rx.ts_recent),
+                        run_e=rx.run_e.at[jnp.where(grown, top_at, m)].set(top + moved, mode="drop"))
         c = c.replace(bins=bins, receivers=rx, counters=c.counters.replace(tally=tally))
         # the rest of each flow's packets, from its first that comes neither next in order nor at
         # the end of its highest run: one by one, in the total order
