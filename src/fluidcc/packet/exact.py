@@ -476,6 +476,12 @@ class FreeSlots(_Record):
     stack: jax.Array
     top: jax.Array
 
+    def pushed(self, slots, mask) -> "FreeSlots":
+        """The stack with `slots` (an array) pushed where `mask`, in their order."""
+        rank = jnp.cumsum(mask, dtype=jnp.int32) - mask
+        return FreeSlots(stack=self.stack.at[jnp.where(mask, self.top + rank, self.stack.shape[0])].set(slots, mode="drop"),
+                         top=self.top + jnp.sum(mask, dtype=jnp.int32))
+
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
@@ -585,11 +591,11 @@ class EngineState(_Record):
 @dataclass(frozen=True)
 class Work(_Record):
     """What a run's engine did (the profile's units): steps, rounds of the senders' stage and the
-    iterations of their loop (each takes up to one event and sends up to `SENDS_PER_ITERATION` packets per lane), rounds
-    of the link stages (a round sorts a chunk of a link's events) and their iterations (one event
-    each: a packet or a router timer); of the rounds taken in one vectorized pass (`fifo_links`),
-    the passes of their admission (one per drop, plus one) and the packets they took at their
-    receiver one by one."""
+    iterations of their loop (each takes up to one event and sends up to `SENDS_PER_ITERATION`
+    packets per lane), rounds of the link stages (a round sorts a chunk of a link's events) and
+    their iterations (one event each: a packet or a router timer); of the rounds taken in one
+    vectorized pass (`fifo_links`), the passes of their admission (one per drop, plus one) and the
+    packets they took at their receiver one by one."""
 
     steps: jax.Array
     sender_rounds: jax.Array
@@ -1133,10 +1139,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             proto = protocol.on_ack(proto, params, v.flows, now, take_ack, ack)
             proto = protocol.on_time(proto, params, v.flows, now, take_own)
             # the ACKs taken leave the pool
-            free_stack, top = c.free.stack, c.free.top
-            rank = jnp.cumsum(take_ack) - take_ack
-            free_stack = free_stack.at[jnp.where(take_ack, top + rank, P)].set(idx, mode="drop")
-            top = top + jnp.sum(take_ack, dtype=jnp.int32)
+            free = c.free.pushed(idx, take_ack)
+            free_stack, top = free.stack, free.top
             pool = pool.freed(jnp.where(take_ack, idx, P))
             pointer = pointer + take_ack
             counters = c.counters
@@ -1235,11 +1239,29 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                          discarded=jnp.where(is_data, discarded, 0), handshake_acks=ends)
         row = jnp.concatenate([row[:finish] + counted,
                                jnp.stack([jnp.where(done, now, row[finish]), jnp.where(is_data, now, row[finish + 1])])])
+        return c.replace(receivers=rx), row, answer_of(kind, f, now, v, received, echo), ends
+
+    def answer_of(kind, f, now, v, seq, sent):
+        """The fields the slot of data (a SYN) of lanes f received at `now` takes as its ACK
+        (SYN-ACK) going back, cumulative ACK `seq` and echo `sent`: through the flow's reverse
+        route if it has one, else over its fixed delay to the sender."""
         through = v.reverse_length[f] > 0
-        back = {"place": jnp.where(through, v.reverse[f, 0], L),
+        return {"place": jnp.where(through, v.reverse[f, 0], L),
                 "time": jnp.where(through, now, on_grid(now + v.back[f])),
-                "kind": jnp.where(kind == DATA, ACK, SYNACK), "seq": received, "sent": echo}
-        return c.replace(receivers=rx), row, back, ends
+                "kind": jnp.where(kind == DATA, ACK, SYNACK), "seq": seq, "sent": sent}
+
+    def after_link(packets, accept, gone, answer, back, place, time, hop, header):
+        """The rows the slots of `packets` (as the link read them) take when the link is done with
+        them: a dropped packet and a handshake ACK at its receiver (`gone`) leave the pool; data
+        or a SYN at its receiver (`answer`) turns into its ACK (`back`, `answer_of`); any other
+        packet the link took moves on to `place` at `time`, as hop `hop`, with `header`."""
+        return PacketPool.of(place=jnp.where(gone, FREE, jnp.where(answer, back["place"], place)),
+                             time=jnp.where(gone, jnp.inf, jnp.where(answer, back["time"], time)),
+                             flow=packets.flow, hop=jnp.where(accept, jnp.where(answer, 0, hop), packets.hop),
+                             header=jnp.where(jnp.expand_dims(accept, -1), header, packets.header),
+                             kind=jnp.where(answer, back["kind"], packets.kind),
+                             seq=jnp.where(answer, back["seq"], packets.seq),
+                             sent=jnp.where(answer, back["sent"], packets.sent))
 
     def onward(l, kind, f, hop, leave, accept, v):
         """Where packets of `kind` of lanes f that leave link l at `leave` go next (scalars or
@@ -1349,18 +1371,10 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             c = c.replace(links=links, bins=bins, router=router, observed=observed)
             c, row, back, ends = receive(c, f, row, slot, reach, in_time, v)
             c = c.replace(counters=c.counters.replace(tally=c.counters.tally.at[f].set(row)))
-            # the slot, written as one row: a dropped packet and a handshake ACK at its receiver
-            # leave the pool; data or a SYN at its receiver turns into its ACK (SYN-ACK); any other
-            # packet the link took moves on
-            answer = in_time & ~ends
+            # the slot, written as one row
             gone = drop | ends
-            pool = pool.put(jnp.where(on_packet, p, P), PacketPool.of(
-                place=jnp.where(gone, FREE, jnp.where(answer, back["place"], place)),
-                time=jnp.where(gone, jnp.inf, jnp.where(answer, back["time"], time)),
-                flow=f, hop=jnp.where(accept, jnp.where(answer, 0, hop), slot.hop),
-                header=jnp.where(accept, header, slot.header),
-                kind=jnp.where(answer, back["kind"], kind), seq=jnp.where(answer, back["seq"], slot.seq),
-                sent=jnp.where(answer, back["sent"], slot.sent)))
+            pool = pool.put(jnp.where(on_packet, p, P),
+                            after_link(slot, accept, gone, in_time & ~ends, back, place, time, hop, header))
             c = c.replace(pool=pool, free=release(c.free, p, gone))
             return c, i + on_packet.astype(jnp.int32), iterations + active
 
@@ -1428,8 +1442,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         ticks = jnp.zeros(S, jnp.int64)
         state = (jnp.asarray(0, i.dtype), jnp.round(links.free_at[l] / g).astype(jnp.int64), none, none, ticks, ticks,
                  jnp.asarray(True), jnp.asarray(0, jnp.int32))
-        _, _, accept, drop, begin, leave, _, passes = jax.lax.while_loop(lambda state: state[-2],
-                                                                          _scoped("link_admission", admit), state)
+        _, free_t, accept, drop, begin, leave, _, passes = jax.lax.while_loop(lambda state: state[-2],
+                                                                               _scoped("link_admission", admit), state)
         begin, leave = begin.astype(jnp.float64) * g, leave.astype(jnp.float64) * g
         n_accepted = jnp.sum(accept, dtype=jnp.int32)
         # the link's row: counts, busy time (terms on the grid, summed exactly, then the one packet
@@ -1439,7 +1453,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         row = links.row[l] + _named(LINK_FIELDS, accepted=n_accepted, arrived=n, dropped=jnp.sum(drop),
                                     data_accepted=jnp.sum(accept & (kind == DATA)), busy_s=whole)
         row = row + _named(LINK_FIELDS, busy_s=crossing)
-        row = row.at[0].set(jnp.where(n_accepted > 0, jnp.max(jnp.where(accept, leave, -jnp.inf)), row[0]))
+        row = row.at[LINK_FIELDS.index("free_at")].set(free_t.astype(jnp.float64) * g)  # the last admitted's departure
         rank = jnp.cumsum(accept, dtype=jnp.int32) - accept
         kept = accept & (rank >= n_accepted - R)  # the last R admitted: the ring's places, once each
         ring = links.ring.at[l, jnp.where(kept, (acc0 + rank) % R, R)].set(begin, mode="drop")
@@ -1537,21 +1551,13 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
 
         c, _, received, echo = event_loop(lambda loop: loop[1] < n_hard, _scoped("link_receiver", one),
                                           (c, jnp.asarray(0, jnp.int32), received, echo))
-        # the slots, written as rows (as in `_link_round`)
-        through = v.reverse_length[f] > 0
-        answer = in_time & ~ends
+        # the slots, written as rows (as in `_link_round`); those that leave the pool back on the
+        # free stack in the total order
         gone = drop | ends
-        back_place = jnp.where(through, v.reverse[f, 0], L)
-        back_time = jnp.where(through, reach, on_grid(reach + v.back[f]))
-        pool = c.pool.put(jnp.where(valid, idx_s, P), PacketPool.of(
-            place=jnp.where(gone, FREE, jnp.where(answer, back_place, place)),
-            time=jnp.where(gone, jnp.inf, jnp.where(answer, back_time, time)),
-            flow=f, hop=jnp.where(accept, jnp.where(answer, 0, hop), hop0), header=packets.header,
-            kind=jnp.where(answer, jnp.where(kind == DATA, ACK, SYNACK), kind),
-            seq=jnp.where(answer, received, packets.seq), sent=jnp.where(answer, echo, packets.sent)))
-        order_gone = jnp.cumsum(gone, dtype=jnp.int32) - gone
-        free = FreeSlots(stack=c.free.stack.at[jnp.where(gone, c.free.top + order_gone, P)].set(idx_s, mode="drop"),
-                         top=c.free.top + jnp.sum(gone, dtype=jnp.int32))
+        pool = c.pool.put(jnp.where(valid, idx_s, P),
+                          after_link(packets, accept, gone, in_time & ~ends, answer_of(kind, f, reach, v, received, echo),
+                                     place, time, hop, packets.header))
+        free = c.free.pushed(idx_s, gone)
         work = c.work
         return c.replace(pool=pool, free=free,
                          work=work.replace(link_rounds=work.link_rounds + 1, link_iterations=work.link_iterations + n,
