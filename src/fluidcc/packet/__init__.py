@@ -3,7 +3,7 @@
 `simulate_exact` runs the exact engine (`fluidcc.packet.exact`: every packet, ACK and timer at its
 own time in one total order, results independent of its step; byte-sized service, header fields,
 reverse routes through queues, capacity schedules) with the protocols of
-`fluidcc.packet.exact_protocols` (TCP NewReno as ns-3 runs it, RCP, QCP, open-loop sources), for a
+`fluidcc.packet.exact_protocols` (TCP NewReno as ns-3 runs it, RCP, QCP, XCP and iXCP, open-loop sources), for a
 batch of seeds. A scenario file (network + workload + protocol + duration + seeds) runs on it with
 `run_scenario` or `fluidcc packet SCENARIO.toml`; the protocol catalogue (`fluidcc.protocols`)
 names its protocols, whose settings are their dataclass fields (`fluidcc.packet.settings`).

@@ -5,6 +5,8 @@ from .open_loop import OpenLoop as OpenLoop
 from .qcp import QCP as QCP
 from .rcp import RCP as RCP
 from .tcp import TCP as TCP
+from .xcp import IXCP as IXCP
+from .xcp import XCP as XCP
 
 
-__all__ = ["OpenLoop", "QCP", "RCP", "TCP"]
+__all__ = ["IXCP", "OpenLoop", "QCP", "RCP", "TCP", "XCP"]
