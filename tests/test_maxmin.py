@@ -191,6 +191,27 @@ def test_ixcp_fig1_with_one_long_flow_shares_the_first_link():
     assert result.bottlenecks == [[0], [0]]
 
 
+def test_ixcp_fig4_every_group_is_bottlenecked_at_its_last_link():
+    """The iXCP paper's five-hop network (section 4.2): max-min rates 10, 8, 4, 3 and 2 Mb/s, group k
+    bottlenecked at link k, every link saturated."""
+    net = scenarios.ixcp_fig4()
+    result = maxmin(net, exact=True)
+    groups = scenarios.IXCP_FIG4_GROUPS
+    expected = [mbps(rate) for rate, count in zip((10, 8, 4, 3, 2), groups) for _ in range(count)]
+    assert list(result.rates_pps) == expected
+    assert result.bottlenecks == [[k] for k, count in enumerate(groups) for _ in range(count)]
+    assert all(u == 1 for u in result.utilization)
+    scaled = maxmin(scenarios.ixcp_fig4(scale=0.1), exact=True)
+    assert list(scaled.rates_pps) == [r / 10 for r in expected]
+
+
+def test_ixcp_fig4_is_checked():
+    with pytest.raises(ParameterError, match="groups"):
+        scenarios.ixcp_fig4((10, 10))
+    with pytest.raises(ParameterError, match="scale"):
+        scenarios.ixcp_fig4(scale=0.0)
+
+
 def test_vcp_parking_lot_every_flow_gets_100_over_55():
     net = scenarios.vcp_parking_lot()
     result = maxmin(net, exact=True)

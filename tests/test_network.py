@@ -226,6 +226,7 @@ def test_save_needs_a_known_suffix(tmp_path):
 def test_example_files_are_the_scenarios():
     assert Network.load(EXAMPLES / "ixcp_fig1.toml") == scenarios.ixcp_fig1(8)
     assert Network.load(EXAMPLES / "ixcp_fig6.toml") == scenarios.ixcp_fig6()
+    assert Network.load(EXAMPLES / "ixcp_fig4.toml") == scenarios.ixcp_fig4()
     assert Network.load(EXAMPLES / "parking_lot.toml") == scenarios.vcp_parking_lot()
 
 

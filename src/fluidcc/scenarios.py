@@ -44,6 +44,34 @@ def ixcp_fig1(n_long: int = 8, *, delay_ms: float = 20.0) -> Network:
     return Network(links, tuple(flows))
 
 
+#: iXCP paper, Fig. 4: the five links' capacities (Mb/s) and the flows in each group.
+IXCP_FIG4_CAPACITIES_MBPS = (340.0, 240.0, 160.0, 120.0, 60.0)
+IXCP_FIG4_GROUPS = (10, 10, 10, 20, 30)
+
+
+def ixcp_fig4(groups: tuple[int, ...] = IXCP_FIG4_GROUPS, *, delay_ms: float = 20.0, scale: float = 1.0) -> Network:
+    """iXCP paper, Fig. 4 (section 4.2): five links in series, every flow bottlenecked at the last
+    link it crosses.
+
+    Links ``l1`` ... ``l5`` of 340, 240, 160, 120 and 60 Mb/s (times `scale`), `delay_ms` one-way
+    each (the paper: 20 ms); group k (k = 1 ... 5) of `groups[k-1]` flows ``g{k}[0]``, ... crosses
+    links 1 ... k. The paper gives the rates and the two largest groups; the rest (groups of 10,
+    10, 10, 20 and 30 flows and these capacities) is fixed here so that group k is bottlenecked at
+    link k, with max-min rates of 10, 8, 4, 3 and 2 Mb/s (times `scale`).
+    """
+    if len(groups) != 5:
+        raise ParameterError("groups", groups, "five whole numbers >= 1 of flows, one per group")
+    for count in groups:
+        _whole("groups", count)
+    if isinstance(scale, bool) or not (isinstance(scale, (int, float)) and np.isfinite(scale) and scale > 0):
+        raise ParameterError("scale", scale, "a factor > 0 on the capacities")
+    delay = ms_to_s(delay_ms)
+    links = tuple(Link(f"l{k + 1}", mbps_to_pps(c * scale), delay) for k, c in enumerate(IXCP_FIG4_CAPACITIES_MBPS))
+    flows = tuple(Flow(f"g{k + 1}[{j}]", tuple(f"l{m + 1}" for m in range(k + 1)))
+                  for k, count in enumerate(groups) for j in range(count))
+    return Network(links, flows)
+
+
 def ixcp_fig6() -> Network:
     """iXCP paper, Figs. 6 and 7: three links in series with flows that join and leave.
 
