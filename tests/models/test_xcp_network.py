@@ -131,6 +131,26 @@ def test_simulation_converges_to_the_fixed_point_on_a_random_network(variant):
     np.testing.assert_allclose(rates, np.broadcast_to(eq["flow_rate"], rates.shape), rtol=5e-3)
 
 
+def test_five_hop_network_ixcp_is_max_min_and_xcp_leaves_links_1_to_4_idle_in_part():
+    """The iXCP paper's Fig. 4/5 network in the fluid models: iXCP's fixed point is the max-min
+    allocation (every link full, every group at its rate) and the integration reaches it; XCP's
+    leaves links 1-4 below full (each at least alpha / (alpha + gamma) = 80 %) and fills link 5."""
+    network = scenarios.ixcp_fig4()
+    fair = maxmin(network).rates_pps
+    params = network_params(network)
+    for variant in ("xcp", "ixcp"):
+        model = XCPNetwork(network, variant)
+        eq = model.equilibrium(params)
+        solution = solve(model, params, 120.0, [110.0, 120.0], steps_per_delay=16)
+        np.testing.assert_allclose(solution.ys[0][:, : network.n_flows],
+                                   np.broadcast_to(eq["flow_rate"], (2, network.n_flows)), rtol=5e-3)
+        if variant == "ixcp":
+            np.testing.assert_allclose(eq["flow_rate"], fair, rtol=1e-6)
+        else:
+            assert np.all(eq["utilization"][:4] < 0.97) and np.all(eq["utilization"][:4] >= 0.8 - 1e-9)
+            assert eq["utilization"][4] == pytest.approx(1.0, abs=1e-6)
+
+
 def test_fluid_is_conserved_in_the_queue():
     """While the queue is busy, q(t) = integral of (y - c): a start-up at twice the capacity."""
     from scipy.integrate import cumulative_trapezoid
