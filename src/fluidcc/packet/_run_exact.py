@@ -78,7 +78,7 @@ def _check_positive(name: str, value, allowed: str) -> float:
 def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowTable] | None = None, *,
                    duration_s: float, step_s: float | None = None, seeds=(0,), sample_s: float | None = None,
                    buffers=None, pool_size: int | None = None, receiver_runs: int | None = None,
-                   lanes: int | None = None, batch: str = "auto") -> xr.Dataset:
+                   lanes: int | None = None, batch: str = "auto", flow_series: bool = False) -> xr.Dataset:
     """Simulate `protocol` (a `fluidcc.packet.exact_protocols` protocol) on `network` with the exact
     engine, one run per seed, in one call (`batch`).
 
@@ -107,6 +107,9 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     side by side), "threads" (one run at a time per thread, as many threads as the machine has
     cores: on a CPU a vmapped event loop costs each run as much as running it alone) or "auto"
     (default: "threads" on a CPU, "vmap" elsewhere). No result depends on it (attribute `batch`).
+    flow_series: also give each flow's data packets that reached its receiver per sample
+    (`delivered_series`, (run, sample, flow); duplicates included): its throughput over time. Off
+    by default: it holds samples x flows numbers per run.
 
     Returns a dataset over (run, flow) and (run, link): per flow packets sent, delivered, dropped
     and in flight at the end (sent = delivered + dropped + in flight, exactly), received,
@@ -148,6 +151,8 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
                              "a whole number >= 1 of out-of-order runs the receivers hold at once")
     if lanes is not None and (isinstance(lanes, bool) or not isinstance(lanes, (int, np.integer)) or lanes < 1):
         raise ParameterError("lanes", lanes, "a whole number >= 1 of flows a run simulates at once")
+    if not isinstance(flow_series, bool):
+        raise ParameterError("flow_series", flow_series, "true or false")
     if batch not in BATCH_MODES:
         raise ParameterError("batch", batch, f"one of {', '.join(BATCH_MODES)}")
     mode = ("threads" if jax.default_backend() == "cpu" else "vmap") if batch == "auto" else batch
@@ -164,10 +169,11 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     while True:
         attempts += 1
         if mode == "vmap" or seeds.size == 1:
-            run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs), lane_count, seeds.size)
+            run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs), lane_count, seeds.size,
+                            flow_series)
             out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))
         else:
-            run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs), lane_count, 1)
+            run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs), lane_count, 1, flow_series)
             out = _each_run(run, keys, arrays, params, jnp.asarray(step))
         # default stores grow (x4) until no run fills them; the runs again, from the start
         status = np.asarray(out["status"])
@@ -223,20 +229,21 @@ def _forward_filled(values: np.ndarray) -> np.ndarray:
 
 
 def _compiled(protocol, plan: Plan, duration: float, sample: float, pool: int, receiver_runs: int, lanes: int,
-              runs: int):
+              runs: int, flow_series: bool = False):
     """The jitted run for this protocol and plan, vmapped over the runs (kept, so that JAX reuses its
     compilation for every call of the same shapes; the step and the parameters are arguments).
     One run is not vmapped: a vmapped loop whose condition differs between runs selects its whole
     state (the packet pool, the receivers' store) between old and new at every iteration, which
     costs one run as much as a batch of them."""
-    key = (*compile_key(protocol, plan), duration, sample, pool, receiver_runs, lanes, runs == 1)
+    key = (*compile_key(protocol, plan), duration, sample, pool, receiver_runs, lanes, runs == 1, flow_series)
     if key not in _CACHE:
         if len(_CACHE) >= 32:
             _CACHE.pop(next(iter(_CACHE)))
 
         def one(seed_key, flows_k, params, step, batch_axis=None):
             return simulate_events(protocol, plan, flows_k, params, seed_key, step, end_s=duration, sample_s=sample,
-                                   pool_size=pool, receiver_runs=receiver_runs, lanes=lanes, batch_axis=batch_axis)
+                                   pool_size=pool, receiver_runs=receiver_runs, lanes=lanes, batch_axis=batch_axis,
+                                   flow_series=flow_series)
 
         if runs == 1:
             def single(seed_keys, flows, params, step):
@@ -333,6 +340,10 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
         "message": (("run",), np.array([_message(int(s), int(n)) for s, n in zip(status, out["flows_without_lane"])]),
                     {}),
     }
+    if np.asarray(out["flow_delivered"]).shape[-1] > 0:
+        data["delivered_series"] = (("run", "sample", "flow"), np.asarray(out["flow_delivered"])[:, :-1, :],
+                                    {"units": "packets", "long_name": "data packets that reached the flow's receiver "
+                                     "in each sample (duplicates included)"})
     for name, value in out["protocol"].items():
         data[name] = (per, np.asarray(value), {"source": "protocol", "units": "events"})
     for name, value in protocol.observe(out["router"], None).items():

@@ -569,13 +569,15 @@ TALLY_COUNTS = TALLY_FIELDS[:6]
 class EngineState(_Record):
     """The whole state of one run, carried from step to step. bins: the links' series over the
     samples, (sample, link, `BIN_FIELDS`) in one array (a link event adds to it with two writes,
-    not one per series); observed: a dict of series (keyed by the output names); proto and router
+    not one per series); flow_bins: the data packets that reached each flow's receiver per sample,
+    (sample, flow of the run), or (sample, 0) when the run keeps no per-flow series; observed: a dict of series (keyed by the output names); proto and router
     belong to the protocol (pytrees of its choosing); status is the run's code (`STATUS`)."""
 
     pool: PacketPool
     free: FreeSlots
     links: LinkState
     bins: jax.Array
+    flow_bins: jax.Array
     receivers: Receivers
     counters: FlowCounters
     proto: Any
@@ -862,7 +864,7 @@ def lanes_for(starts: np.ndarray, rtt_s: float, n_flows: int) -> int:
 
 def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, key, step_s, *, end_s: float,
                     sample_s: float, pool_size: int, receiver_runs: int | None = None, lanes: int | None = None,
-                    batch_axis: str | None = None):
+                    batch_axis: str | None = None, flow_series: bool = False):
     """One run (jit and vmap it for batches; `step_s` may be traced). Returns a dict of JAX arrays.
     receiver_runs: places for out-of-order runs, shared by the receivers (default: `receiver_runs_for`).
 
@@ -876,6 +878,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     (`init`). Nothing else of a flow depends on its lane (the total order breaks ties by the
     flow's index in the run), so no result depends on the number of lanes. A flow that finds no
     free lane stops the run with status 5, `flows_without_lane` counting the flows that found none.
+
+    flow_series: keep, per flow of the run, the data packets that reached its receiver in each
+    sample (output "flow_delivered", (sample, flow); an array of samples x flows, so off by default).
 
     batch_axis: the name of the vmap axis when the function is vmapped over runs (None: one run).
     The loops that take one event at a time then run until every run of the batch is done, each
@@ -938,6 +943,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     free = FreeSlots(stack=jnp.arange(P, dtype=jnp.int32)[::-1], top=jnp.asarray(P, jnp.int32))
     links = LinkState(ring=jnp.zeros((L, R)), row=jnp.zeros((L, len(LINK_FIELDS))))
     bins = jnp.zeros((n_bins + 1, L, len(BIN_FIELDS)))
+    flow_bins = jnp.zeros((n_bins + 1, N if flow_series else 0))
     receivers = Receivers(rcv_nxt=jnp.zeros(F, jnp.int32), ts_recent=jnp.zeros(F),
                           run_flow=jnp.full(receiver_runs, F, jnp.int32),
                           run_s=jnp.zeros(receiver_runs, jnp.int32), run_e=jnp.zeros(receiver_runs, jnp.int32),
@@ -951,7 +957,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     every = Flows(start=flows.start, stop=flows.stop, size=flows.size, index=jnp.arange(N, dtype=jnp.int32))
     outputs = Outputs(counters=_fresh_counters(N), received=jnp.zeros(N, jnp.int32),
                       report=protocol.report(protocol.init(params, every, key)))
-    carry = EngineState(pool=pool, free=free, links=links, bins=bins, receivers=receivers,
+    carry = EngineState(pool=pool, free=free, links=links, bins=bins, flow_bins=flow_bins, receivers=receivers,
                         counters=_fresh_counters(F), proto=protocol.init(params, view_of(no_flow).flows, key),
                         router=router0, observed=observed, status=jnp.asarray(0, jnp.int32),
                         lanes=LaneTable(flow=no_flow, given=jnp.asarray(0, jnp.int32),
@@ -1365,10 +1371,14 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             observed = {name: c.observed[name].at[b_timer, l].set(value[l], mode="drop")
                         for name, value in protocol.observe(router_timed, params).items()}
             hop, reach, in_time, place, time = onward(l, kind, f, slot.hop, leave, accept, v)
+            flow_bins = c.flow_bins
+            if flow_series:
+                flow_bins = flow_bins.at[jnp.where(in_time & (kind == DATA), bin_of(reach), n_bins + 1),
+                                         v.flows.index[f]].add(1.0, mode="drop")
             # the flow's tally (TALLY_FIELDS), read once and written once
             row = c.counters.tally[f] + _named(TALLY_FIELDS, dropped=drop & (kind == DATA),
                                                control_dropped=drop & (kind != DATA))
-            c = c.replace(links=links, bins=bins, router=router, observed=observed)
+            c = c.replace(links=links, bins=bins, flow_bins=flow_bins, router=router, observed=observed)
             c, row, back, ends = receive(c, f, row, slot, reach, in_time, v)
             c = c.replace(counters=c.counters.replace(tally=c.counters.tally.at[f].set(row)))
             # the slot, written as one row
@@ -1471,6 +1481,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         rx = c.receivers
         is_data = in_time & (kind == DATA)
         ends = in_time & (kind == HANDSHAKE_ACK)
+        flow_bins = c.flow_bins
+        if flow_series:
+            flow_bins = flow_bins.at[jnp.where(is_data, bin_of(reach), n_bins + 1), v.flows.index[f]].add(1.0, mode="drop")
         lane = jnp.where(valid, f, F)
         # data below the next expected at the round's start are duplicates whatever comes before
         # them; the others advance the receiver (in order) or extend a run (above a hole)
@@ -1532,7 +1545,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                         ts_recent=jnp.where((last_moved >= 0) & ~extending,
                                             packets.sent[jnp.clip(last_moved, 0, S - 1)], rx.ts_recent),
                         run_e=rx.run_e.at[jnp.where(grown, top_at, m)].set(top + moved, mode="drop"))
-        c = c.replace(bins=bins, receivers=rx, counters=c.counters.replace(tally=tally))
+        c = c.replace(bins=bins, flow_bins=flow_bins, receivers=rx, counters=c.counters.replace(tally=tally))
         # the rest of each flow's packets, from its first that comes neither next in order nor at
         # the end of its highest run: one by one, in the total order
         hard_at = jnp.nonzero(hard, size=S, fill_value=S)[0]
@@ -1596,6 +1609,6 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     status = jnp.where((carry.status == 0) & (jnp.sum(counters["discarded"]) > 0), 4, carry.status)
     return {**counters, "in_flight": in_flight, "held": held, "received": out.received,
             "stored": stored, "receiver_runs_peak": rx.peak, "links": carry.links.as_dict(),
-            "bins": {name: carry.bins[..., k] for k, name in enumerate(BIN_FIELDS)},
+            "bins": {name: carry.bins[..., k] for k, name in enumerate(BIN_FIELDS)}, "flow_delivered": carry.flow_bins,
             "protocol": out.report, "router": carry.router, "observed": carry.observed, "status": status,
             "lanes_peak": carry.lanes.peak, "flows_without_lane": carry.lanes.short, "work": carry.work.as_dict()}
