@@ -13,17 +13,19 @@
 # ---
 
 # %% [markdown]
-# # Flow completion times at packet level: TCP, RCP and QCP against processor sharing
+# # Flow completion times at packet level: TCP, XCP, RCP and QCP against processor sharing
 #
 # The RCP paper (*Processor sharing flows in the Internet*, section 3) argues that flow
 # completion time is the metric that matters, and that RCP comes close to processor sharing
-# (PS), where TCP's slow start makes short flows last several round trips. This notebook
-# runs TCP, RCP and QCP (QCP paper, eqs. (4) and (12), $\alpha = \beta = 1$) on fluidcc's
+# (PS), where TCP's slow start makes short flows last several round trips and XCP's long flows
+# far longer than PS (its Fig. 7). This notebook runs TCP, XCP (the iXCP paper's gains), RCP
+# and QCP (QCP paper, eqs. (4) and (12), $\alpha = \beta = 1$) on fluidcc's
 # exact packet engine (`fluidcc.packet.simulate_exact`: every packet, ACK and timer at its own
 # time; `fluidcc.packet.exact_protocols`) with the same Poisson arrivals of Pareto-sized flows
 # (shape 1.2, mean 25 packets of 1000 bytes; RTPD 100 ms), at offered load $\rho = 0.9$ (the
 # RCP paper's Fig. 7) and $\rho = 0.5$, and compares each flow size's average completion time
-# (AFCT, from the SYN to the last packet) with two PS references:
+# (AFCT, from the SYN to the last packet) and, as that figure does, its longest completion time
+# with two PS references:
 #
 # * eq. (3) of the RCP paper, $\mathrm{FCT}_{PS} = 1.5\,\mathrm{RTPD} + L / (C(1-\rho))$, the
 #   mean over all samples of arrivals;
@@ -49,7 +51,7 @@ import pandas as pd
 from fluidcc import reproduce
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
-from fluidcc.packet.exact_protocols import QCP, RCP, TCP
+from fluidcc.packet.exact_protocols import QCP, RCP, TCP, XCP
 from fluidcc.packet.metrics import afct_by_size, ps_fct_of, slow_start_fct
 from fluidcc.packet.workloads import FlowTable, Pareto, PoissonArrivals
 
@@ -124,8 +126,8 @@ def afct_at_load(load: float) -> dict:
     sample_ps = ps_fct_of(flows.start_s, sizes, CAPACITY, RTPD)
     print(f"rho = {load}: {len(flows)} flows in {ARRIVALS_S:g} s; the sample offers {sample_load:.3f}")
     found = {"flows": len(flows), "sample_load": sample_load, "capacity_pps": CAPACITY}
-    columns = {}
-    for name, protocol in (("tcp", TCP()), ("rcp", RCP()), ("qcp", QCP())):
+    columns, longest = {}, {}
+    for name, protocol in (("tcp", TCP()), ("xcp", XCP()), ("rcp", RCP()), ("qcp", QCP())):
         result = simulate_exact(network, protocol, padded(flows, FLOWS_PER_RUN), duration_s=ARRIVALS_S + DRAIN_S,
                                 sample_s=1.0).isel(flow=slice(0, len(flows)))  # the padding left out
         assert result.status.values[0] == 0, str(result.message.values[0])
@@ -139,8 +141,12 @@ def afct_at_load(load: float) -> dict:
             columns["tcp_lossless"] = afct_by_size(sizes, np.where(lossless, fct, np.nan), min_flows=MIN_FLOWS)
             found["tcp_flows_with_a_loss"] = int(np.sum(~lossless))
             found["tcp_flows_with_a_lost_syn"] = int(np.sum(lost_syn))
+        frame = afct_by_size(sizes, fct, min_flows=MIN_FLOWS, capacity_pps=CAPACITY, load=load, rtpd_s=RTPD)
+        # the longest completion in each bin (the RCP paper's Fig. 7, right)
+        which = np.searchsorted(np.r_[frame.bin_low.values, np.inf], sizes, side="right") - 1
+        longest[name] = np.array([np.max(fct[(which == k) & finished], initial=np.nan) for k in range(len(frame))])
         columns[name] = (
-            afct_by_size(sizes, fct, min_flows=MIN_FLOWS, capacity_pps=CAPACITY, load=load, rtpd_s=RTPD),
+            frame,
             afct_by_size(sizes, np.where(finished, sample_ps, np.nan), min_flows=MIN_FLOWS),
             afct_by_size(sizes, np.where(finished, slow_start_fct(sizes, RTPD, CAPACITY), np.nan),
                          min_flows=MIN_FLOWS),
@@ -154,32 +160,44 @@ def afct_at_load(load: float) -> dict:
     frame_tcp, _, slow_start = columns["tcp"]
     frame_rcp, ps_rcp, _ = columns["rcp"]
     frame_qcp, _, _ = columns["qcp"]
+    frame_xcp, _, _ = columns["xcp"]
     bins = []
     for k in np.flatnonzero(frame_rcp.flows > 0):
         entry = {"bin": f"[{frame_rcp.bin_low[k]:g}, {frame_rcp.bin_high[k]:g})", "flows": int(frame_rcp.flows[k]),
                  "mean_size": float(frame_rcp.mean_size_packets[k]), "tcp_afct_s": float(frame_tcp.afct_s[k]),
                  "rcp_afct_s": float(frame_rcp.afct_s[k]), "qcp_afct_s": float(frame_qcp.afct_s[k]),
+                 "xcp_afct_s": float(frame_xcp.afct_s[k]),
+                 **{f"{name}_max_fct_s": float(longest[name][k]) for name in longest},
                  "ps_eq3_s": float(frame_rcp.ps_afct_s[k]), "ps_sample_s": float(ps_rcp.afct_s[k]),
                  "slow_start_s": float(slow_start.afct_s[k]), "enough": bool(frame_rcp.flows[k] >= MIN_FLOWS)}
         entry["rcp_over_ps_sample"] = entry["rcp_afct_s"] / entry["ps_sample_s"]
         entry["rcp_over_ps_eq3"] = entry["rcp_afct_s"] / entry["ps_eq3_s"]
         entry["qcp_over_ps_sample"] = entry["qcp_afct_s"] / entry["ps_sample_s"]
+        entry["xcp_over_ps_sample"] = entry["xcp_afct_s"] / entry["ps_sample_s"]
         entry["tcp_over_slow_start"] = entry["tcp_afct_s"] / entry["slow_start_s"]
         # slow start over the same flows as the lossless AFCT is not computed per flow here: the
         # bin's mean sizes differ little, so the ratio is against the bin's slow-start time
         entry["tcp_lossless_over_slow_start"] = float(columns["tcp_lossless"].afct_s[k]) / entry["slow_start_s"]
         bins.append(entry)
     shown = pd.DataFrame(bins).set_index("bin")
-    print(shown[["flows", "mean_size", "tcp_afct_s", "rcp_afct_s", "qcp_afct_s", "ps_sample_s", "ps_eq3_s",
-                 "rcp_over_ps_sample", "rcp_over_ps_eq3", "qcp_over_ps_sample", "tcp_over_slow_start",
-                 "enough"]].round(3).to_string())
+    print(shown[["flows", "mean_size", "tcp_afct_s", "xcp_afct_s", "rcp_afct_s", "qcp_afct_s", "ps_sample_s",
+                 "ps_eq3_s", "rcp_over_ps_sample", "rcp_over_ps_eq3", "qcp_over_ps_sample", "xcp_over_ps_sample",
+                 "tcp_over_slow_start", "enough"]].round(3).to_string())
+    print(shown[[f"{name}_max_fct_s" for name in longest]].round(3).to_string())
     reproduce.write_csv(OUT / f"afct_rho{load}.csv", [{"load": load, **entry} for entry in bins])
 
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, (ax, top) = plt.subplots(1, 2, figsize=(12, 4.5))
     mean_size = np.array([entry["mean_size"] for entry in bins])
     ax.plot(mean_size, shown["tcp_afct_s"], "s-", label="TCP NewReno")
+    ax.plot(mean_size, shown["xcp_afct_s"], "v-", label="XCP")
     ax.plot(mean_size, shown["rcp_afct_s"], "o-", label="RCP")
     ax.plot(mean_size, shown["qcp_afct_s"], "^-", label="QCP")
+    for name, style in (("tcp", "s-"), ("xcp", "v-"), ("rcp", "o-"), ("qcp", "^-")):
+        top.plot(mean_size, shown[f"{name}_max_fct_s"], style, label=name.upper())
+    top.plot(mean_size, shown["ps_sample_s"], "k--", label="PS (mean), this sample")
+    top.set(xscale="log", yscale="log", xlabel="flow size (packets)", ylabel="maximum FCT (s)",
+            title="longest completion per size bin")
+    top.legend(fontsize=8)
     ax.plot(mean_size, shown["ps_sample_s"], "k--", label="PS, this sample")
     grid = np.geomspace(max(mean_size.min(), 1.0), mean_size.max(), 100)
     ax.plot(grid, 1.5 * RTPD + grid / (CAPACITY * (1 - load)), "k:", label=f"PS, eq. (3), rho = {load}")
@@ -202,6 +220,8 @@ with RESULTS.section("rho_0.9") as found:
     found.update(afct_at_load(0.9))
 heavy = RESULTS["rho_0.9"]
 assert all(heavy[name]["unfinished"] == 0 for name in ("tcp", "rcp", "qcp"))
+print(f"XCP: {heavy['xcp']['unfinished']} flows unfinished; AFCT over PS of this sample by size: "
+      + ", ".join(f"{b['bin']} {b['xcp_over_ps_sample']:.2f}" for b in heavy["bins"]))
 # the shortest flows: RCP within a quarter of PS of the same arrivals, TCP slower than RCP (slow start)
 shortest = heavy["bins"][0]
 assert shortest["rcp_over_ps_sample"] < 1.25 and shortest["tcp_afct_s"] > shortest["rcp_afct_s"]
