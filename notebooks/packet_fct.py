@@ -144,7 +144,8 @@ def afct_at_load(load: float) -> dict:
         frame = afct_by_size(sizes, fct, min_flows=MIN_FLOWS, capacity_pps=CAPACITY, load=load, rtpd_s=RTPD)
         # the longest completion in each bin (the RCP paper's Fig. 7, right)
         which = np.searchsorted(np.r_[frame.bin_low.values, np.inf], sizes, side="right") - 1
-        longest[name] = np.array([np.max(fct[(which == k) & finished], initial=np.nan) for k in range(len(frame))])
+        longest[name] = np.array([fct[(which == k) & finished].max() if np.any((which == k) & finished) else np.nan
+                                  for k in range(len(frame))])
         columns[name] = (
             frame,
             afct_by_size(sizes, np.where(finished, sample_ps, np.nan), min_flows=MIN_FLOWS),
@@ -220,6 +221,8 @@ with RESULTS.section("rho_0.9") as found:
     found.update(afct_at_load(0.9))
 heavy = RESULTS["rho_0.9"]
 assert all(heavy[name]["unfinished"] == 0 for name in ("tcp", "rcp", "qcp"))
+# a bin's longest completion is at least its mean
+assert all(b[f"{name}_max_fct_s"] >= b[f"{name}_afct_s"] for b in heavy["bins"] for name in ("tcp", "xcp", "rcp", "qcp"))
 print(f"XCP: {heavy['xcp']['unfinished']} flows unfinished; AFCT over PS of this sample by size: "
       + ", ".join(f"{b['bin']} {b['xcp_over_ps_sample']:.2f}" for b in heavy["bins"]))
 # the shortest flows: RCP within a quarter of PS of the same arrivals, TCP slower than RCP (slow start)
