@@ -15,7 +15,7 @@ from fluidcc.errors import ParameterError
 from fluidcc.models import xcp_network
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
-from fluidcc.packet.exact import ACK, DATA
+from fluidcc.packet.exact import ACK, DATA, SYN
 from fluidcc.packet.exact_protocols import IXCP, XCP
 from fluidcc.packet.exact_protocols.xcp import (BOTTLENECK, CWND, FEEDBACK, HEADER, NEXT_BOTTLENECK, RTT,
                                                 XCPParams, XCPStabilityWarning, stability_violation)
@@ -90,7 +90,7 @@ def test_a_lone_flow_fills_an_idle_link_in_the_intervals_the_controller_predicts
     of the first interval the recursion puts at 90 %; a sliding window of one interval reaches it
     up to an interval before that, and the flow's first data falls anywhere within the routers'
     first interval). alpha = 0.4 gives K = 3, alpha = 0.1 K = 20: a controller that handed out
-    twice or half its phi would miss."""
+    twice or half its phi would miss the second (K = 8 or 43)."""
     capacity = 2000.0
     # the sender's interface faster than the link, so that the queue forms at the router
     network = Network((Link("l", capacity, 0.02),), (Flow("f", ("l",), interface_pps=10 * capacity),))
@@ -144,8 +144,10 @@ def test_only_the_smallest_feedback_along_the_path_reaches_the_sender(protocol):
     assert float(kept[FEEDBACK]) == 100.0 and int(kept[NEXT_BOTTLENECK]) == 0  # a router only lowers it
     _, ack = protocol.router_packet(router, params, 1, 0.0, ACK, header, 0, True)
     np.testing.assert_array_equal(np.asarray(ack), np.asarray(header))
-    _, syn = protocol.router_packet(router, params, 1, 0.0, DATA, header.at[RTT].set(0.0), 0, True)
+    _, syn = protocol.router_packet(router, params, 1, 0.0, SYN, header.at[RTT].set(0.0), 0, True)
     np.testing.assert_array_equal(np.asarray(syn), np.asarray(header.at[RTT].set(0.0)))
+    _, unmeasured = protocol.router_packet(router, params, 1, 0.0, DATA, header.at[RTT].set(0.0), 0, True)
+    np.testing.assert_array_equal(np.asarray(unmeasured), np.asarray(header.at[RTT].set(0.0)))  # no RTT, no feedback
 
 
 def test_ixcp_shuffles_only_among_the_flows_bottlenecked_at_the_link():

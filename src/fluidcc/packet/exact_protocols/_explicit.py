@@ -1,6 +1,8 @@
-"""What the explicit-rate senders of the exact engine share (RCP, QCP): the handshake, the RTT
+"""What the explicit senders of the exact engine share (RCP, QCP, XCP): the handshake, the RTT
 estimator, the retransmission timer and loss repair by going back; each protocol says when a
-data packet may leave and what header it carries.
+data packet may leave and what header it carries. (What follows of rates is RCP's and QCP's:
+XCP's senders keep a window from their ACKs' feedback and halve it on a loss,
+`fluidcc.packet.exact_protocols.xcp`.)
 
 **Handshake.** A flow's SYN carries an unlimited rate field; its SYN-ACK brings the smallest
 rate of the routers on the path, and from then on the flow follows the rate its ACKs echo (field

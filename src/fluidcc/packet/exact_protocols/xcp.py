@@ -19,7 +19,10 @@ the sender's access link, which no router of the network owns).
   update (bytes/s; a schedule changes it), y the input rate over the last interval (the bytes of
   every packet that reached the link, data and ACKs, dropped ones too, per second), Q the
   persistent queue: the smallest queue the arrivals of the interval found (and the queue at the
-  update, if smaller), in data packets' bytes.
+  update, if smaller), in bytes. The engine tells a router how many packets wait, not their
+  sizes: Q counts each at the mean size of the packets that reached the link in the interval
+  (data packets' size when none did), which is exact where the queue holds one kind and close
+  where ACKs of two-way traffic queue with data.
 - Fairness controller, eq. (2): h = max(0, gamma y d - |phi|) (bytes; gamma y d is the input
   traffic of one control interval). iXCP, eq. (3): h = max(0, gamma (y - y0) d - |phi|), y - y0
   the input rate of the data whose bottleneck is this link.
@@ -103,6 +106,17 @@ class XCPParams(NamedTuple):
     initial_rto: jax.Array
 
 
+def initial_intervals(network) -> np.ndarray:
+    """Each link's first control interval, s: the mean RTT of the network's flows that cross it; a
+    link no flow's data crosses (one that carries only ACKs, say) takes the mean RTT of all the
+    flows, so that its router, which never measures one, does not update at a tiny interval;
+    at least 1 ms."""
+    crossed = np.array([bool(network.flows_on(l)) for l in range(network.n_links)])
+    mean = link_mean_rtt(network)
+    overall = float(np.mean(network.rtt_s)) if network.n_flows else 0.0
+    return np.maximum(np.where(crossed, mean, overall), 1e-3)
+
+
 class XCPStabilityWarning(UserWarning):
     """XCP's gains outside its stability condition (the run goes ahead)."""
 
@@ -122,7 +136,7 @@ def stability_violation(alpha: float, beta: float) -> str | None:
 @dataclass(frozen=True)
 class XCP(ExplicitRateSender, FieldSettings):
     """XCP (variant "xcp") or iXCP (variant "ixcp"): gains alpha, beta, gamma (> 0; defaults 0.4,
-    0.226, 0.1), initial_window in packets (>= 1), window_rounding (the header carries the
+    0.226, 0.1), initial_window in packets (>= 1; whole packets, rounded down), window_rounding (the header carries the
     unrounded window while the sender sends whole packets, as ns-2 does; see the module
     docstring), min_rto_s (s > 0; default 1 s, RFC 6298's minimum: see the module docstring)."""
 
@@ -160,14 +174,14 @@ class XCP(ExplicitRateSender, FieldSettings):
                          gamma=jnp.asarray(float(self.gamma)), packet_bytes=jnp.asarray(float(plan.data_bytes)),
                          ack_bytes=jnp.asarray(float(plan.ack_bytes)),
                          initial_window=jnp.asarray(math.floor(self.initial_window) * float(plan.data_bytes)),
-                         initial_interval=jnp.asarray(np.maximum(link_mean_rtt(network), 1e-6)),
+                         initial_interval=jnp.asarray(initial_intervals(network)),
                          **shared_params(plan, self.min_rto_s))
 
     # ------------------------------------------------------------------------ routers
     def router_init(self, params: XCPParams, n_links: int):
         zeros = jnp.zeros(n_links)
         return {"next": params.initial_interval, "last": zeros, "d": params.initial_interval,
-                "input_bytes": zeros, "queue": jnp.full(n_links, jnp.inf),
+                "input_bytes": zeros, "input_packets": zeros, "queue": jnp.full(n_links, jnp.inf),
                 # over the data the link took in the interval: sum rtt s, sum s, sum rtt s / cwnd
                 "rtt_bytes": zeros, "bytes": zeros, "per_window": zeros,
                 # the same over the data bottlenecked here (iXCP; for XCP, every packet)
@@ -183,7 +197,10 @@ class XCP(ExplicitRateSender, FieldSettings):
         d = jnp.where(data_bytes > 0, router["rtt_bytes"][link] / jnp.where(data_bytes > 0, data_bytes, 1.0),
                       router["d"][link])
         y = router["input_bytes"][link] / elapsed  # bytes/s
-        queue = jnp.minimum(router["queue"][link], waiting) * params.packet_bytes
+        arrived = router["input_packets"][link]
+        mean_size = jnp.where(arrived > 0, router["input_bytes"][link] / jnp.where(arrived > 0, arrived, 1.0),
+                              params.packet_bytes)
+        queue = jnp.minimum(router["queue"][link], waiting) * mean_size
         phi = params.alpha * d * (capacity_Bps - y) - params.beta * queue  # eq. (1), bytes
         own = y if self.variant == "xcp" else router["own_bytes"][link] / elapsed
         shuffle = jnp.maximum(0.0, params.gamma * own * d - jnp.abs(phi))  # eq. (2) / eq. (3), bytes
@@ -201,7 +218,7 @@ class XCP(ExplicitRateSender, FieldSettings):
         at = {"xi_p": share(jnp.maximum(phi, 0.0), every_window), "xi_n": share(jnp.maximum(-phi, 0.0), every_bytes),
               "xi_p_shuffle": share(shuffle, own_window), "xi_n_shuffle": share(shuffle, own_bytes),
               "phi": phi, "shuffle": shuffle, "d": d, "last": now, "next": on_grid(now + d),
-              "input_bytes": 0.0, "queue": jnp.inf, "rtt_bytes": 0.0, "bytes": 0.0, "per_window": 0.0,
+              "input_bytes": 0.0, "input_packets": 0.0, "queue": jnp.inf, "rtt_bytes": 0.0, "bytes": 0.0, "per_window": 0.0,
               "own_bytes": 0.0, "own_per_window": 0.0}
         return {name: value.at[link].set(at[name]) for name, value in router.items()}
 
@@ -211,7 +228,7 @@ class XCP(ExplicitRateSender, FieldSettings):
         counted = accepted & (kind == DATA) & (rtt > 0)
         own = counted & ((header[BOTTLENECK] == link) if self.variant == "ixcp" else True)
         s = params.packet_bytes
-        added = {"input_bytes": size, "rtt_bytes": jnp.where(counted, rtt * s, 0.0),
+        added = {"input_bytes": size, "input_packets": 1.0, "rtt_bytes": jnp.where(counted, rtt * s, 0.0),
                  "bytes": jnp.where(counted, s, 0.0), "per_window": jnp.where(counted, rtt * s / cwnd, 0.0),
                  "own_bytes": jnp.where(own, s, 0.0), "own_per_window": jnp.where(own, rtt * s / cwnd, 0.0)}
         own_share = own.astype(jnp.float64)
@@ -230,7 +247,7 @@ class XCP(ExplicitRateSender, FieldSettings):
 
     # ------------------------------------------------------------------------ sources
     def extra_state(self, n: int) -> dict:
-        return {"cwnd": jnp.zeros(n), "bottleneck": jnp.full(n, float(ACCESS_LINK)), "window_set": jnp.zeros(n, bool)}
+        return {"cwnd": jnp.zeros(n), "bottleneck": jnp.full(n, float(ACCESS_LINK))}
 
     def init(self, params, flows, key):
         s = super().init(params, flows, key)
@@ -258,7 +275,9 @@ class XCP(ExplicitRateSender, FieldSettings):
         return {**s, "cwnd": jnp.where(back, jnp.maximum(s["cwnd"] / 2.0, params.packet_bytes), s["cwnd"])}
 
     def after_ack(self, s, params, now, opened, is_ack, ack):
-        cwnd = jnp.maximum(s["cwnd"] + ack.header[:, FEEDBACK], params.packet_bytes)
+        # feedback no router lowered (none on the path computed one) is no change
+        feedback = jnp.where(ack.header[:, FEEDBACK] >= UNLIMITED, 0.0, ack.header[:, FEEDBACK])
+        cwnd = jnp.maximum(s["cwnd"] + feedback, params.packet_bytes)
         return {**s, "cwnd": jnp.where(is_ack, cwnd, s["cwnd"]),
                 "bottleneck": jnp.where(is_ack, ack.header[:, NEXT_BOTTLENECK], s["bottleneck"])}
 
