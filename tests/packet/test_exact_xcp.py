@@ -177,9 +177,9 @@ def test_the_header_carries_the_unrounded_window_only_with_window_rounding():
     syn = jnp.asarray([False, False, False])
     np.testing.assert_array_equal(XCP().window_packets(state, params), [2.0, 1.0, 3.0])
     np.testing.assert_array_equal(XCP().may_send(state, params, None, 0.0), [False, False, False])
-    declared = XCP().header_fields(state, params, syn)
+    declared = XCP().data_header(state, params, syn)
     np.testing.assert_array_equal(declared[:, CWND], [2500.0, 900.0, 3000.0])
-    np.testing.assert_array_equal(XCP(window_rounding=False).header_fields(state, params, syn)[:, CWND],
+    np.testing.assert_array_equal(XCP(window_rounding=False).data_header(state, params, syn)[:, CWND],
                                   [2000.0, 1000.0, 3000.0])
     assert declared.shape == (3, len(HEADER))
     np.testing.assert_array_equal(declared[:, BOTTLENECK], [-1.0, 0.0, 1.0])

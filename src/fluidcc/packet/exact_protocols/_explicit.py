@@ -105,7 +105,7 @@ class ExplicitRateSender(ExactProtocol):
     def after_ack(self, s, params, now, opened, is_ack, ack):
         return s
 
-    def data_header(self, s, syn):
+    def data_header(self, s, params, syn):
         raise NotImplementedError
 
     def after_send(self, s, data, now):
@@ -188,7 +188,7 @@ class ExplicitRateSender(ExactProtocol):
         data = mask & ~syn
         seq = s["snd_nxt"]
         snd_nxt = seq + data
-        header = self.data_header(s, syn)
+        header = self.data_header(s, params, syn)
         packet = Packet(kind=jnp.where(syn, SYN, DATA).astype(jnp.int32), seq=seq.astype(jnp.int32), header=header)
         s = {**s, "syn_due": s["syn_due"] & ~syn, "syn_at": jnp.where(syn, on_grid(now + s["syn_wait"]), s["syn_at"]),
              "snd_nxt": snd_nxt, "high_tx": jnp.maximum(s["high_tx"], snd_nxt),

@@ -155,7 +155,7 @@ class QCP(ExplicitRateSender, FieldSettings):
     def may_send(self, s, params, flows, now):
         return (s["snd_nxt"] - s["snd_una"] + 1).astype(jnp.float64) <= s["cwnd"]
 
-    def data_header(self, s, syn):
+    def data_header(self, s, params, syn):
         sigma = jnp.where(syn, 0.0, s["srtt"] / s["cwnd"])
         return jnp.stack([sigma, jnp.full(syn.shape, UNLIMITED), s["first_rtt"].astype(jnp.float64)], axis=1)
 

@@ -112,7 +112,7 @@ class RCP(ExplicitRateSender, FieldSettings):
     def may_send(self, s, params, flows, now):
         return s["due"]
 
-    def data_header(self, s, syn):
+    def data_header(self, s, params, syn):
         return jnp.stack([jnp.full(syn.shape, UNLIMITED), jnp.where(syn, 0.0, s["srtt"])], axis=1)
 
     def after_send(self, s, data, now):

@@ -210,13 +210,11 @@ class XCP(ExplicitRateSender, FieldSettings):
             total = total * per_interval * d
             return jnp.where(total > 0, amount / jnp.where(total > 0, total, 1.0), 0.0)
 
-        every_window, every_bytes = router["per_window"][link], router["bytes"][link]
-        if self.variant == "xcp":
-            own_window, own_bytes = every_window, every_bytes
-        else:
-            own_window, own_bytes = router["own_per_window"][link], router["own_bytes"][link]
-        at = {"xi_p": share(jnp.maximum(phi, 0.0), every_window), "xi_n": share(jnp.maximum(-phi, 0.0), every_bytes),
-              "xi_p_shuffle": share(shuffle, own_window), "xi_n_shuffle": share(shuffle, own_bytes),
+        # (for XCP every data packet is its own: the "own" sums are the sums over all)
+        at = {"xi_p": share(jnp.maximum(phi, 0.0), router["per_window"][link]),
+              "xi_n": share(jnp.maximum(-phi, 0.0), router["bytes"][link]),
+              "xi_p_shuffle": share(shuffle, router["own_per_window"][link]),
+              "xi_n_shuffle": share(shuffle, router["own_bytes"][link]),
               "phi": phi, "shuffle": shuffle, "d": d, "last": now, "next": on_grid(now + d),
               "input_bytes": 0.0, "input_packets": 0.0, "queue": jnp.inf, "rtt_bytes": 0.0, "bytes": 0.0, "per_window": 0.0,
               "own_bytes": 0.0, "own_per_window": 0.0}
@@ -284,19 +282,10 @@ class XCP(ExplicitRateSender, FieldSettings):
     def may_send(self, s, params, flows, now):
         return (s["snd_nxt"] - s["snd_una"]).astype(jnp.float64) < self.window_packets(s, params)
 
-    def header_fields(self, s, params, syn):
+    def data_header(self, s, params, syn):
         declared = s["cwnd"] if self.window_rounding else self.window_packets(s, params) * params.packet_bytes
         return jnp.stack([declared, jnp.where(syn, 0.0, s["srtt"]), jnp.full(syn.shape, UNLIMITED),
                           s["bottleneck"], s["bottleneck"]], axis=1)
-
-    def send(self, s, params, flows, now, mask):
-        s, packet = super().send(s, params, flows, now, mask)
-        syn = mask & (packet.kind != DATA)
-        return s, packet._replace(header=self.header_fields(s, params, syn))
-
-    def data_header(self, s, syn):
-        # the header needs params (the packet size): `send` writes it (`header_fields`)
-        return jnp.zeros(syn.shape + (self.header_size,))
 
 
 @dataclass(frozen=True)
