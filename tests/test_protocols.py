@@ -217,7 +217,7 @@ def test_a_range_of_unknown_form_is_an_error(bad):
 
 
 @pytest.mark.parametrize("call, field, allowed", [
-    (lambda: protocols.get_protocol("sctp"), "protocol", "miaimd, xcp, ixcp, rcp, qcp, tcp, open_loop"),
+    (lambda: protocols.get_protocol("sctp"), "protocol", "miaimd, vcp, xcp, ixcp, rcp, qcp, tcp, open_loop"),
     (lambda: protocols.single_link_model("tcp"), "model", "tcp has: packet"),
     (lambda: protocols.network_model("tcp", field="MODEL"), "MODEL", "miaimd, xcp, ixcp, rcp, qcp"),
     (lambda: protocols.get_protocol("rcp").single_link.parameter("kappa"), "parameter", "alpha, beta"),

@@ -150,6 +150,8 @@ for _protocol in (
     Protocol("miaimd", "VCP's MIAIMD fluid model: MI below, AI near, MD above the target load",
              "VCP paper, eqs. (10)-(14) (one link), (16) (network)", single_link=miaimd.SINGLE_LINK,
              network=miaimd_network.ON_NETWORK, stability_plane=("kappa=0.05:3:200", "rtt=10ms:1s:200:log")),
+    Protocol("vcp", "VCP: a 2-bit load factor code from the routers, MI/AI/MD at the senders (fluid model: miaimd)",
+             "VCP paper, eqs. (1)-(9), Fig. 2", packet="fluidcc.packet.exact_protocols.vcp:VCP"),
     Protocol("xcp", "XCP: efficiency and fairness controllers in every router",
              "iXCP paper, eqs. (1)-(2); XCP, SIGCOMM 2002", single_link=xcp.SINGLE_LINK,
              network=xcp_network.XCP_ON_NETWORK, packet="fluidcc.packet.exact_protocols.xcp:XCP",

@@ -48,6 +48,12 @@ def require_fraction(name: str, value, allowed: str) -> None:
         raise ParameterError(name, value, allowed)
 
 
+def require_window(name: str, value) -> None:
+    """A window setting: a finite number of packets >= 1 (else an error naming it)."""
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 1):
+        raise ParameterError(name, value, "a window >= 1 packet")
+
+
 def shared_params(plan, min_rto_s: float) -> dict:
     """The parameters every explicit-rate protocol's params carry: the links' capacity schedules
     (schedule_s (L, S), capacity_pps (L, S)) and the sources' minimum and initial RTO (s)."""
@@ -197,4 +203,4 @@ class ExplicitRateSender(ExactProtocol):
 
 
 __all__ = ["ACK", "DATA", "MIN_RATE_FRACTION", "SYN", "SYNACK", "UNLIMITED", "ExplicitRateSender", "capacity_at",
-           "require_fraction", "require_positive", "shared_params"]
+           "require_fraction", "require_positive", "require_window", "shared_params"]

@@ -79,7 +79,7 @@ import numpy as np
 from ...errors import ParameterError
 from ..exact import DATA, link_mean_rtt, on_grid
 from ..settings import FieldSettings
-from ._explicit import UNLIMITED, ExplicitRateSender, require_positive, shared_params
+from ._explicit import UNLIMITED, ExplicitRateSender, require_positive, require_window, shared_params
 
 VARIANTS = ("xcp", "ixcp")
 #: The header fields, in order.
@@ -158,10 +158,7 @@ class XCP(ExplicitRateSender, FieldSettings):
         require_positive("min_rto", self.min_rto_s, "a minimum RTO > 0 s")
         if self.variant not in VARIANTS:
             raise ParameterError("variant", self.variant, f"one of {', '.join(VARIANTS)}")
-        if isinstance(self.initial_window, bool) or not (isinstance(self.initial_window, (int, float))
-                                                         and math.isfinite(self.initial_window)
-                                                         and self.initial_window >= 1):
-            raise ParameterError("initial_window", self.initial_window, "a window >= 1 packet")
+        require_window("initial_window", self.initial_window)
         if not isinstance(self.window_rounding, bool):
             raise ParameterError("window_rounding", self.window_rounding, "true or false")
         problem = stability_violation(float(self.alpha), float(self.beta))

@@ -1,0 +1,199 @@
+"""VCP on the exact engine (`fluidcc.packet.exact_protocols.vcp`): the routers' code (the largest
+along a path), the senders' MI/AI/MD with the freeze after an MD, a link against the MIAIMD fluid
+model's equilibrium, the AIMD epoch against the round model of Theorem 4, and the settings'
+checks."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from fluidcc.errors import ParameterError
+from fluidcc.models import miaimd
+from fluidcc.network import Flow, Link, Network
+from fluidcc.packet import simulate_exact
+from fluidcc.packet.exact import ACK, DATA, Ack, Flows, Plan
+from fluidcc.packet.exact_protocols import VCP
+from fluidcc.packet.exact_protocols.vcp import (HIGH, LOAD, LOAD_STEP, LOW, OVERLOAD, load_code, mi_gain,
+                                                scaled_ai_gain, scaled_mi_gain)
+from fluidcc.packet.workloads import FlowTable
+from fluidcc.units import mbps_to_pps
+
+
+def _link(capacity_mbps: float, rtt_s: float, n: int, *, weights=None) -> Network:
+    """One link, n flows of one RTT (half of it in the access delays), one way."""
+    weights = [1.0] * n if weights is None else weights
+    link = Link("l", mbps_to_pps(capacity_mbps), rtt_s / 4)
+    return Network((link,), tuple(Flow(f"f{k}", ("l",), access_delay_s=rtt_s / 4, weight=w)
+                                  for k, w in enumerate(weights)))
+
+
+def _sender(network: Network, protocol: VCP):
+    """(params, flows, state) of `protocol`'s senders on `network`, every flow open (phase 2) with a
+    smoothed RTT of its path's RTT and 1000 packets sent."""
+    n = network.n_flows
+    plan = Plan.build(network, np.arange(n), protocol.ack_bytes)
+    tables = [FlowTable(start_s=np.zeros(n), size_packets=np.full(n, np.inf), route=np.arange(n))]
+    params = protocol.params(network, plan, tables)
+    flows = Flows(start=jnp.zeros(n), stop=jnp.full(n, jnp.inf), size=jnp.full(n, jnp.inf))
+    s = protocol.init(params, flows, jax.random.PRNGKey(0))
+    rtt = jnp.asarray(network.rtt_s)
+    s = {**s, "phase": jnp.full(n, 2, jnp.int32), "srtt": rtt, "rttvar": rtt / 100, "snd_nxt": jnp.full(n, 1000, jnp.int32),
+         "high_tx": jnp.full(n, 1000, jnp.int32), "cwnd": jnp.full(n, 100.0)}
+    return params, flows, s
+
+
+def _ack(protocol, params, flows, s, now: float, code: float, rtt: float):
+    """s after one ACK of one new packet for every flow at `now`, echoing `code`."""
+    n = s["cwnd"].shape[0]
+    ack = Ack(kind=jnp.full(n, ACK, jnp.int32), ack_no=s["snd_una"] + 1, echo=jnp.full(n, now - rtt),
+              header=jnp.full((n, 1), code))
+    return protocol.on_ack(s, params, flows, now, jnp.ones(n, bool), ack)
+
+
+def test_md_freezes_the_window_for_t_rho_then_one_rtt_of_ai_whatever_the_code():
+    """Section 3.4: on the first overload code the window falls by beta at once and stays for
+    t_rho; for one RTT after that the sender runs AI whatever the code; then it follows the code
+    again (here a second MD). One flow, RTT 100 ms, t_rho 200 ms: alpha_i = (0.1 / 0.2)^2 = 0.25."""
+    protocol = VCP()
+    network = _link(10.0, 0.1, 1)
+    params, flows, s = _sender(network, protocol)
+    step = lambda s, t, code: _ack(protocol, params, flows, s, t, code, 0.1)  # noqa: E731
+    s = step(s, 1.0, OVERLOAD)
+    assert float(s["cwnd"][0]) == pytest.approx(87.5)
+    for t in (1.01, 1.1, 1.199):  # frozen: neither overload, low nor high changes it
+        for code in (OVERLOAD, LOW, HIGH):
+            s = step(s, t, code)
+    assert float(s["cwnd"][0]) == pytest.approx(87.5)
+    ai = 0.25 / 87.5
+    s = step(s, 1.2, OVERLOAD)  # the RTT of AI after the freeze: an overload code is AI too
+    assert float(s["cwnd"][0]) == pytest.approx(87.5 + ai)
+    w = float(s["cwnd"][0])
+    s = step(s, 1.25, LOW)  # and so is a low-load code (not MI)
+    assert float(s["cwnd"][0]) == pytest.approx(w + 0.25 / w)
+    w = float(s["cwnd"][0])
+    s = step(s, 1.301, OVERLOAD)  # after t_rho + one RTT: the code again, a second MD
+    assert float(s["cwnd"][0]) == pytest.approx(0.875 * w)
+    assert int(s["decreases"][0]) == 2 and float(s["last_decrease"][0]) == pytest.approx(1.301)
+    w = float(s["cwnd"][0])
+    s = step(s, 1.61, LOW)  # after that freeze and RTT: MI by xi_s of eq. (6) per acknowledged packet
+    assert float(s["cwnd"][0]) == pytest.approx(w + 1.0625 ** 0.5 - 1.0)
+
+
+def test_gains_scale_with_the_rtt_and_weight_and_are_bounded():
+    """Eqs. (5)-(9) and the bounds of the module docstring: xi(80 %) = 0.0625; xi_s =
+    (1 + xi)^(rtt / t_rho) - 1 up to 1 / 0.8 - 1 = 0.25; alpha_i = w alpha (rtt / t_rho)^2 up to 2."""
+    assert mi_gain(0.25) == pytest.approx(0.0625)
+    assert float(scaled_mi_gain(0.0625, 0.4, 0.2)) == pytest.approx(1.0625 ** 2 - 1)
+    assert float(scaled_ai_gain(1.0, 0.1, 0.2, 3.0)) == pytest.approx(0.75)
+    protocol = VCP()
+    for rtt, weight, mi, ai in ((0.05, 1.0, 1.0625 ** 0.25 - 1, 1 / 16), (1.2, 1.0, 0.25, 2.0),
+                                (0.1, 4.0, 1.0625 ** 0.5 - 1, 1.0), (0.1, 40.0, 1.0625 ** 0.5 - 1, 2.0)):
+        network = _link(10.0, rtt, 1, weights=[weight])
+        params, flows, s = _sender(network, protocol)
+        grown = _ack(protocol, params, flows, s, 5.0, LOW, rtt)
+        assert float(grown["cwnd"][0]) - 100.0 == pytest.approx(mi), (rtt, weight)
+        added = _ack(protocol, params, flows, s, 5.0, HIGH, rtt)
+        assert (float(added["cwnd"][0]) - 100.0) * 100.0 == pytest.approx(ai), (rtt, weight)
+
+
+def test_the_code_a_sender_hears_is_the_largest_along_its_path():
+    """Routers only raise the code of the data packets they take (Fig. 2's codes; the 8-bit load
+    factor the same way); ACKs and packets a link drops keep theirs."""
+    protocol = VCP()
+    network = Network(tuple(Link(f"l{k}", 1000.0, 0.01) for k in range(3)), (Flow("f", ("l0", "l1", "l2")),))
+    params, _, _ = _sender(network, protocol)
+    for codes in ((LOW, OVERLOAD, HIGH), (HIGH, LOW, LOW), (LOW, LOW, HIGH), (LOW, LOW, LOW)):
+        router = protocol.router_init(params, 3)
+        router = {**router, "code": jnp.asarray(codes)}
+        header = jnp.asarray([LOW])
+        for link in range(3):
+            router, header = protocol.router_packet(router, params, link, 0.0, DATA, header, 0, True)
+        assert float(header[LOAD]) == max(codes)
+        ack_header = jnp.asarray([LOW])
+        for link in range(3):
+            router, ack_header = protocol.router_packet(router, params, link, 0.0, ACK, ack_header, 0, True)
+            _, dropped = protocol.router_packet(router, params, link, 0.0, DATA, jnp.asarray([LOW]), 0, False)
+            assert float(dropped[LOAD]) == LOW
+        assert float(ack_header[LOAD]) == LOW
+    wide = VCP(code_bits=8)
+    router = {**wide.router_init(params, 3), "code": jnp.asarray([0.5, 1.25, 0.9])}
+    header = jnp.asarray([0.0])
+    for link in range(3):
+        router, header = wide.router_packet(router, params, link, 0.0, DATA, header, 0, True)
+    assert float(header[LOAD]) == 1.25
+    np.testing.assert_allclose(load_code(jnp.asarray([0.0, 0.79, 0.8, 0.999, 1.0, 7.0]), 2),
+                               [LOW, LOW, HIGH, HIGH, OVERLOAD, OVERLOAD])
+    np.testing.assert_allclose(load_code(jnp.asarray([0.5, 0.80001, 1.004, 9.0]), 8),
+                               [0.5, 102 * LOAD_STEP, 128 * LOAD_STEP, 255 * LOAD_STEP])
+
+
+def test_the_sender_follows_the_most_loaded_link_of_its_path():
+    """Two links in series, 10 then 5 Mb/s: the flows' code is the second link's, which they fill
+    (AIMD between the MD point and beta of it); the first stays below its 80 % transition point
+    (it says low load, which never wins over the second's code). No drops, conservation exact."""
+    links = (Link("a", mbps_to_pps(10.0), 0.02), Link("b", mbps_to_pps(5.0), 0.02))
+    network = Network(links, tuple(Flow(f"f{k}", ("a", "b"), access_delay_s=0.01) for k in range(3)))
+    run = simulate_exact(network, VCP(initial_window=4), duration_s=30.0, sample_s=0.2).isel(run=0)
+    assert int(run.status) == 0
+    late = run.sample_time.values > 10.0
+    use = {name: run.served.sel(link=name).values[late].sum() / (links[k].capacity_pps * 0.2 * late.sum())
+           for k, name in enumerate("ab")}
+    assert use["b"] > 0.85 and use["a"] < 0.5
+    codes = run.vcp_code_series.values[late]
+    assert np.all(codes[:, 0] == LOW) and np.any(codes[:, 1] == OVERLOAD)
+    assert float(run.dropped.sum()) == 0
+
+
+def test_one_link_against_the_miaimd_equilibrium(conserved):
+    """N = 10 flows of one RTT (80 ms) on 20 Mb/s, one way, 40 s, statistics after 10 s.
+
+    What the quantization predicts before the run: the 2-bit code turns overload where the load
+    factor of eq. (1) reaches 1, i.e. where the aggregate rate reaches gamma C (no queue); an MD
+    brings it to beta of that, and AI raises it linearly back: the time-averaged rate is
+    (1 + beta) / 2 gamma C = 0.919 C, split evenly. The MIAIMD fluid model's equilibrium
+    (Theorem 1) has its AI term on top: gamma C + N alpha / (kappa T), and the packets sit below it
+    by the factor (1 + beta) / 2 / (1 + N alpha / (kappa gamma C T)). Asserted: the link's
+    use within 2 % of the prediction (the AI step of one load factor interval is 0.8 % of C T
+    here, and the code's lag adds up to one step above gamma C), every flow within 3 % of the
+    prediction's share, and the aggregate rate at that factor of the fluid equilibrium within 2 %."""
+    C, T, N = mbps_to_pps(20.0), 0.08, 10
+    network = _link(20.0, T, N)
+    run = simulate_exact(network, VCP(initial_window=4), duration_s=40.0, sample_s=0.1, flow_series=True).isel(run=0)
+    assert int(run.status) == 0
+    conserved(run)
+    late = run.sample_time.values > 10.0
+    seconds = 0.1 * late.sum()
+    predicted = (1 + 0.875) / 2 * 0.98
+    use = run.served.sel(link="l").values[late].sum() / (C * seconds)
+    assert use == pytest.approx(predicted, rel=0.02)
+    rates = run.delivered_series.values[late].sum(axis=0) / seconds
+    np.testing.assert_allclose(rates / C, predicted / N, rtol=0.03)
+    fluid = miaimd.equilibrium_homogeneous(0.25, 1.0, 0.98, C, T, N)
+    fluid_rate = float(np.asarray(fluid["window"]).ravel()[0]) / T
+    assert fluid_rate == pytest.approx(0.98 * C + N * 1.0 / (0.25 * T))
+    factor = (1 + 0.875) / 2 / (1 + N * 1.0 / (0.25 * 0.98 * C * T))
+    assert rates.sum() / fluid_rate == pytest.approx(factor, rel=0.02)
+    assert float(run.dropped.sum()) == 0
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"beta": 1.0}, "beta"), ({"beta": 0.0}, "beta"), ({"beta": -0.5}, "beta"), ({"t_rho_s": 0.0}, "t_rho"),
+    ({"t_q_s": -1.0}, "t_q"), ({"t_q_s": 0.3}, "t_q"), ({"code_bits": 4}, "code_bits"), ({"code_bits": True}, "code_bits"),
+    ({"alpha": 0.0}, "alpha"), ({"kappa": math.nan}, "kappa"), ({"gamma": 0.0}, "gamma"), ({"kappa_q": -1.0}, "kappa_q"),
+    ({"max_mi_gain": 0.0}, "max_mi_gain"), ({"max_ai_packets": -2.0}, "max_ai_packets"),
+    ({"initial_window": 0.5}, "initial_window"), ({"min_rto_s": 0.0}, "min_rto"),
+])
+def test_bad_settings_are_errors_naming_the_field(kwargs, field):
+    with pytest.raises(ParameterError) as error:
+        VCP(**kwargs)
+    assert error.value.field == field
+
+
+def test_a_weight_must_be_positive():
+    """The weights of eq. (9) are the network's flow weights, which must be > 0."""
+    with pytest.raises(Exception) as error:
+        _link(10.0, 0.1, 2, weights=[1.0, 0.0])
+    assert "weight" in str(error.value)
