@@ -1,0 +1,194 @@
+"""VCP at packet level (exact engine) on the VCP paper's section 4 settings.
+
+Every run has two-way traffic as the paper's: as many VCP flows on the reverse path as on the
+forward one (their data shares the reverse link with the forward flows' ACKs, and the forward
+link carries their ACKs), 1000-byte data packets and 40-byte ACKs, buffers of max(BDP, 2 packets
+per flow), flows starting uniformly within the first second; statistics without the first 20 % of
+each run, as the paper's.
+
+- `fig3`: capacity sweep (`--capacities` Mb/s; RTT 80 ms, 50 + 50 flows), `fig4`: RTT sweep
+  (`--rtts` ms; 150 Mb/s x `--scale`), `fig5`: flow-count sweep (`--flows`; 150 Mb/s x `--scale`,
+  80 ms). Each sweep is ONE batch: its points are disjoint link pairs of one network, one run per
+  point whose flow table uses only its pair. Per point: the forward link's utilization (every
+  byte served, ACKs included, over the capacity), its mean queue and its largest per-sample mean
+  queue as fractions of the buffer, and the fraction of the packets that reached it that it
+  dropped. `--ns3`: ns-3's TCP NewReno on each point's forward direction (`ns3/shortflows.cc`
+  with the same long-lived flows, capacity, RTT and buffer; one way), for the cost beside it.
+- `fig7`: the parking lot (`fluidcc.scenarios.vcp_parking_lot`, `--scale` x its 100 Mb/s, link 4
+  at half) with as many flows on the reverse path as long ones; each class's rate against the
+  max-min rates the MIAIMD fluid model settles at (Theorem 2): the paper's direction is that VCP
+  gives the long flows less and the cross flows more.
+
+    PYTHONPATH=src python benchmarks/vcp_packet.py --scenario fig3 --ns3 --out fig3.json
+    PYTHONPATH=src python benchmarks/vcp_packet.py --scenario fig7 --scale 0.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _harness import write_json
+from _packet_scenarios import ns3_runs
+
+from fluidcc import scenarios
+from fluidcc.maxmin import maxmin
+from fluidcc.network import Flow, Link, Network
+from fluidcc.packet import simulate_exact
+from fluidcc.packet.exact_protocols import VCP
+from fluidcc.packet.workloads import FlowTable
+from fluidcc.units import mbps_to_pps
+
+
+def sweep_network(points, later: float) -> tuple[Network, list[FlowTable], np.ndarray]:
+    """(the network of every point's link pair, one flow table per point, the buffers): point k is
+    (capacity_pps, rtt_s, n) with n flows each way; its forward link f<k> and reverse link r<k>
+    have one quarter of the RTT as delay each, and so has every sender's access."""
+    links, flows, buffers, starts, routes = [], [], [], [], []
+    for k, (capacity, rtt, n) in enumerate(points):
+        links += [Link(f"f{k}", capacity, rtt / 4, source=f"a{k}", target=f"b{k}"),
+                  Link(f"r{k}", capacity, rtt / 4, source=f"b{k}", target=f"a{k}")]
+        flows += [Flow(f"fwd{k}", (f"f{k}",), access_delay_s=rtt / 4), Flow(f"rev{k}", (f"r{k}",), access_delay_s=rtt / 4)]
+        buffers += [max(math.ceil(capacity * rtt), 2 * n)] * 2
+        starts.append(np.random.default_rng(k).uniform(0.0, 1.0, 2 * n))
+        routes.append(np.array([2 * k] * n + [2 * k + 1] * n))
+    # the runs share one flow table layout (every point's flows); in run k the other points' flows
+    # start after the end
+    tables = [FlowTable(np.concatenate([s if j == k else np.full(s.shape, later) for j, s in enumerate(starts)]),
+                        np.full(sum(s.size for s in starts), np.inf), route=np.concatenate(routes))
+              for k in range(len(points))]
+    return Network(tuple(links), tuple(flows)), tables, np.array(buffers, dtype=float)
+
+
+def sweep(points, duration: float, sample: float) -> tuple[list[dict], float]:
+    network, tables, buffers = sweep_network(points, 2.0 * duration)
+    began = time.perf_counter()
+    runs = simulate_exact(network, VCP(), tables, duration_s=duration, sample_s=sample,
+                          seeds=list(range(len(points))), buffers=buffers)
+    wall = time.perf_counter() - began
+    late = runs.sample_time.values > 0.2 * duration
+    rows = []
+    for k, (capacity, rtt, n) in enumerate(points):
+        run = runs.isel(run=k)
+        link = f"f{k}"
+        served = run.served.sel(link=link).values[late].sum()
+        queue = run.queue.sel(link=link).values[late]
+        arrived = run.accepted.sel(link=link).values[late].sum() + run.drops.sel(link=link).values[late].sum()
+        rows.append({"capacity_mbps": capacity * 8e-3 * network.packet_bytes / 1e3, "rtt_ms": 1e3 * rtt, "flows": n,
+                     "buffer": float(buffers[2 * k]), "utilization": float(served / (capacity * sample * late.sum())),
+                     "queue_mean_of_buffer": float(queue.mean() / buffers[2 * k]),
+                     "queue_max_of_buffer": float(queue.max() / buffers[2 * k]),
+                     "drop_fraction": float(run.drops.sel(link=link).values[late].sum() / max(arrived, 1.0)),
+                     "timeouts": int(run.timeouts.values.sum()), "status": str(run.message.values)})
+        r = rows[-1]
+        print(f"C {r['capacity_mbps']:8.2f} Mb/s, RTT {r['rtt_ms']:6.0f} ms, {n:4d} + {n} flows: utilization "
+              f"{100 * r['utilization']:5.1f} %, queue mean {100 * r['queue_mean_of_buffer']:5.2f} % / max "
+              f"{100 * r['queue_max_of_buffer']:5.1f} % of {r['buffer']:.0f}, drops {100 * r['drop_fraction']:.3f} %, "
+              f"timeouts {r['timeouts']}, {r['status']}")
+    return rows, wall
+
+
+def ns3_cost(points, duration: float) -> dict:
+    """ns-3's TCP NewReno on each point's forward direction (long-lived flows from the same starts,
+    the point's capacity, RTT and buffer), 2 processes."""
+    with tempfile.TemporaryDirectory() as folder:
+        arguments = []
+        for k, (capacity, rtt, n) in enumerate(points):
+            path = Path(folder) / f"flows{k}.csv"
+            starts = np.random.default_rng(k).uniform(0.0, 1.0, 2 * n)[:n]
+            with open(path, "w", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(["start_s", "size_packets"])
+                writer.writerows([[repr(float(s)), "inf"] for s in starts])
+            arguments.append([f"--flows-in={path}", f"--capacity-pps={capacity:g}", f"--rtpd={rtt:g}",
+                              f"--buffer={max(math.ceil(capacity * rtt), 2 * n)}", f"--duration={duration:g}",
+                              "--drain=0", "--seed=1"])
+        results, wall = ns3_runs("shortflows", arguments, processes=2)
+    return {"wall_s": wall, "per_run_wall_s": [r.get("wall_s") for r in results]}
+
+
+def run_sweep(args, points) -> dict:
+    rows, wall = sweep(points, args.duration, args.sample)
+    out = {"rows": rows, "wall_s": wall, "simulated_s": args.duration * len(points), "duration_s": args.duration}
+    print(f"the batch of {len(points)} runs of {args.duration:g} s: {wall:.0f} s wall "
+          f"({wall / out['simulated_s']:.2f} s per simulated second)")
+    if args.ns3:
+        out["ns3_tcp"] = ns3_cost(points, args.duration)
+        print(f"ns-3 TCP NewReno, each point's forward direction, {args.duration:g} s, 2 processes: "
+              f"{out['ns3_tcp']['wall_s']:.0f} s wall")
+    return out
+
+
+def fig7(args) -> dict:
+    out = {}
+    for link4 in (None, 50.0):
+        network = scenarios.vcp_parking_lot(None if link4 is None else link4 * args.scale, n_long=args.n_long,
+                                            capacity_mbps=100.0 * args.scale)
+        rates_maxmin = maxmin(network)
+        n = network.n_flows
+        # the reverse path: one reverse link per link, as many reverse flows as long ones
+        links = tuple(Link(l.name, l.capacity_pps, l.delay_s, source=f"n{j}", target=f"n{j + 1}")
+                      for j, l in enumerate(network.links))
+        links += tuple(Link(f"{l.name}r", l.capacity_pps, l.delay_s, source=f"n{j + 1}", target=f"n{j}")
+                       for j, l in enumerate(network.links))
+        reverse = tuple(Flow(f"rev[{k}]", tuple(f"l{j}r" for j in range(7, 0, -1))) for k in range(args.n_long))
+        two_way = Network(links, network.flows + reverse)
+        began = time.perf_counter()
+        run = simulate_exact(two_way, VCP(), duration_s=args.duration, sample_s=args.sample,
+                             flow_series=True).isel(run=0)
+        wall = time.perf_counter() - began
+        late = run.sample_time.values > 0.2 * args.duration
+        rate = run.delivered_series.values[late].sum(axis=0)[:n] / (args.sample * late.sum())
+        names = [f.name for f in network.flows]
+        classes = {"long": [i for i, s in enumerate(names) if s.startswith("long")]}
+        for j in range(1, 8):
+            classes[f"cross{j}"] = [i for i, s in enumerate(names) if s.startswith(f"cross{j}[")]
+        to_mbps = 8e-6 * network.packet_bytes
+        row = {c: {"vcp_mbps": float(rate[i].mean() * to_mbps), "maxmin_mbps": float(rates_maxmin[i].mean() * to_mbps)}
+               for c, i in classes.items()}
+        use = [float(run.served.sel(link=f"l{j}").values[late].sum() / (l.capacity_pps * args.sample * late.sum()))
+               for j, l in zip(range(1, 8), network.links)]
+        key = "equal" if link4 is None else "link4_half"
+        out[key] = {"classes": row, "utilization": use, "wall_s": wall, "drops": float(run.dropped.sum()),
+                    "status": str(run.message.values)}
+        print(f"{key}: " + ", ".join(f"{c} {v['vcp_mbps']:.3f} (max-min {v['maxmin_mbps']:.3f}) Mb/s" for c, v in row.items()))
+        print("   utilization " + " ".join(f"{100 * u:.1f}" for u in use) + f" %; drops {out[key]['drops']:.0f}; "
+              f"{wall:.0f} s wall; {out[key]['status']}")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", choices=["fig3", "fig4", "fig5", "fig7"], required=True)
+    parser.add_argument("--capacities", type=float, nargs="+", default=[0.1, 1.0, 10.0, 50.0], help="Mb/s (fig3)")
+    parser.add_argument("--rtts", type=float, nargs="+", default=[1, 10, 80, 200, 800, 1500], help="ms (fig4)")
+    parser.add_argument("--flows", type=int, nargs="+", default=[1, 10, 50, 200], help="forward flows (fig5)")
+    parser.add_argument("--scale", type=float, default=0.1, help="x the paper's capacities (fig4, fig5, fig7)")
+    parser.add_argument("--n-long", type=int, default=50, help="long flows of the parking lot (fig7)")
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--sample", type=float, default=0.1)
+    parser.add_argument("--ns3", action="store_true")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    base_pps = mbps_to_pps(150.0 * args.scale)
+    if args.scenario == "fig3":
+        result = run_sweep(args, [(mbps_to_pps(c), 0.08, 50) for c in args.capacities])
+    elif args.scenario == "fig4":
+        result = run_sweep(args, [(base_pps, r / 1e3, 50) for r in args.rtts])
+    elif args.scenario == "fig5":
+        result = run_sweep(args, [(base_pps, 0.08, n) for n in args.flows])
+    else:
+        result = fig7(args)
+    result["args"] = vars(args)
+    if args.out:
+        write_json(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
