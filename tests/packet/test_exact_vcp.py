@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fluidcc.errors import ParameterError
-from fluidcc.models import miaimd
+from fluidcc.models import miaimd, vcp_rounds
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact import ACK, DATA, Ack, Flows, Plan
@@ -176,6 +176,52 @@ def test_one_link_against_the_miaimd_equilibrium(conserved):
     assert fluid_rate == pytest.approx(0.98 * C + N * 1.0 / (0.25 * T))
     factor = (1 + 0.875) / 2 / (1 + N * 1.0 / (0.25 * 0.98 * C * T))
     assert rates.sum() / fluid_rate == pytest.approx(factor, rel=0.02)
+    assert float(run.dropped.sum()) == 0
+
+    # Theorem 4's epoch (section 11.4) in the same run. With eq. (8)'s scaling every flow acts as
+    # if its RTT were t_rho, so the aggregate window of one t_rho, gamma C t_rho, climbs back from
+    # beta of it in x = (1 - beta) gamma C t_rho / (N alpha) AI rounds of t_rho (the round model's
+    # epoch, ceil(x) whole rounds). An epoch is then the MD's freeze t_rho and those rounds, plus
+    # at most the code's lag: the overload shows at the end of the interval it happens in (< one
+    # round) and reaches the senders an RTT later. The MD round of the round model lasts t_rho +
+    # RTT. So the epoch lies in [t_rho + x t_rho, round-model time of ceil(x) AI rounds and one MD
+    # round + t_rho]; the epochs are counted as the onsets of the overload code.
+    t_rho = 0.2
+    x = (1 - 0.875) * 0.98 * C * t_rho / (N * 1.0)
+    rounds = vcp_rounds.epoch_rounds(0.98 * C * t_rho, N)
+    assert rounds == math.ceil(x)
+    code = run.vcp_code_series.sel(link="l").values
+    onsets = np.sum((code[1:] == OVERLOAD) & (code[:-1] != OVERLOAD) & late[1:])
+    epoch = seconds / onsets
+    assert t_rho * (1 + x) <= epoch <= t_rho * (vcp_rounds.rounds_to_time(rounds, 1, rtt=T, t_rho=t_rho) + 1)
+
+
+def test_claiming_a_capacity_step_takes_the_rounds_of_eq_35():
+    """Theorem 3 at packet level: two flows (RTT 80 ms) on 2 Mb/s whose capacity becomes 20 Mb/s at
+    20 s. The aggregate rate r0 before the step (its mean over the last 2 s) claims 80 % of the new
+    capacity by MI, a factor 1 + xi per t_rho: the round model's ceil(eq. (35)) rounds with the
+    capacity in units of r0. The terms of the tolerance: r0 is the mean of an AIMD sawtooth
+    between beta and 1 of its peak, so the rate at the step is within a factor beta^(-1/2) of it,
+    log(beta^(-1/2)) / log(1 + xi) = 1.1 rounds either way; the code turns low at the end of the
+    interval the step falls in and the senders hear it an RTT later (up to 1 + RTT / t_rho rounds
+    later); the rate is read at the link in samples of 50 ms (a quarter round), and the ceiling
+    adds up to one round. Senders' interfaces at 10x the new capacity (not the first one's)."""
+    C0, C1, T, step, dt, t_rho = mbps_to_pps(2.0), mbps_to_pps(20.0), 0.08, 20.0, 0.05, 0.2
+    link = Link("l", C0, T / 4, schedule=((step, C1),))
+    network = Network((link,), tuple(Flow(f"f{k}", ("l",), access_delay_s=T / 4, interface_pps=10 * C1)
+                                     for k in range(2)))
+    run = simulate_exact(network, VCP(initial_window=2), duration_s=30.0, sample_s=dt, buffers=[2 * C1 * T]).isel(run=0)
+    assert int(run.status) == 0
+    times = run.sample_time.values
+    served = run.served.sel(link="l").values / dt
+    r0 = served[(times > step - 2.0) & (times <= step)].mean()
+    assert 0.85 * C0 < r0 < C0
+    rounds = vcp_rounds.rounds_to_claim(C1 / r0)
+    assert rounds == math.ceil(math.log(0.8 * C1 / r0) / math.log(1.0625))
+    sawtooth = 0.5 * math.log(1 / 0.875) / math.log(1.0625)
+    reached = times[(times > step) & (served >= 0.8 * C1)][0] - step
+    measured = reached / t_rho
+    assert rounds - 1 - sawtooth - 0.25 <= measured <= rounds + sawtooth + 1 + T / t_rho + 0.25
     assert float(run.dropped.sum()) == 0
 
 
