@@ -243,3 +243,35 @@ def test_a_weight_must_be_positive():
     with pytest.raises(Exception) as error:
         _link(10.0, 0.1, 2, weights=[1.0, 0.0])
     assert "weight" in str(error.value)
+
+
+def test_md_shrinks_the_window_difference_by_beta_per_epoch():
+    """Theorem 4 at packet level (section 11.4): during AI both flows (one RTT, 80 ms) gain the
+    same, and each MD multiplies both windows by beta, so their difference shrinks by beta per
+    epoch. Flow a has 5 Mb/s to itself for 10 s, then b joins; per epoch (between onsets of the
+    overload code) the difference of their mean rates. Asserted: fitted over the epochs whose
+    difference is above a tenth of the first (below that the noise of a few packets per epoch
+    dominates), the factor per epoch is beta within 0.02 (the epochs' edges are read in 20 ms
+    samples of 1.8 s epochs, and the queueing delay both share changes by a few percent from one
+    epoch to the next), and the difference falls below a tenth of the first after the round model's
+    epochs_to_fair(10) = 18 epochs, within 2."""
+    C, T, dt = mbps_to_pps(5.0), 0.08, 0.02
+    network = Network((Link("l", C, T / 4),), (Flow("a", ("l",), access_delay_s=T / 4),
+                                               Flow("b", ("l",), access_delay_s=T / 4, start_s=10.0)))
+    run = simulate_exact(network, VCP(initial_window=4), duration_s=60.0, sample_s=dt, flow_series=True).isel(run=0)
+    assert int(run.status) == 0 and float(run.dropped.sum()) == 0
+    times = run.sample_time.values
+    code = run.vcp_code_series.sel(link="l").values
+    onsets = np.nonzero((code[1:] == OVERLOAD) & (code[:-1] != OVERLOAD))[0] + 1
+    onsets = onsets[times[onsets] > 12.0]
+    delivered = run.delivered_series.values
+    difference = np.array([np.subtract(*(delivered[a:b].sum(axis=0) / (dt * (b - a)))) for a, b in zip(onsets[:-1], onsets[1:])])
+    assert difference[0] > 0.5 * C  # a starts far ahead
+    above = difference > 0.1 * difference[0]
+    first_below = int(np.argmin(above))
+    assert not above[first_below] and np.all(above[:first_below])
+    epochs = np.arange(first_below)
+    factor = math.exp(np.polyfit(epochs, np.log(difference[:first_below]), 1)[0])
+    assert factor == pytest.approx(0.875, abs=0.02)
+    assert vcp_rounds.epochs_to_fair(10) == 18
+    assert abs(first_below - vcp_rounds.epochs_to_fair(10)) <= 2
