@@ -275,3 +275,32 @@ def test_md_shrinks_the_window_difference_by_beta_per_epoch():
     assert factor == pytest.approx(0.875, abs=0.02)
     assert vcp_rounds.epochs_to_fair(10) == 18
     assert abs(first_below - vcp_rounds.epochs_to_fair(10)) <= 2
+
+
+def test_releasing_a_capacity_drop_takes_the_md_rounds_of_eq_36():
+    """Theorem 3's release at packet level: two flows (RTT 80 ms) on 20 Mb/s whose capacity halves
+    at 20 s, a buffer large enough for no loss. The windows must fall from the rate r0 before the
+    drop to the new capacity: the round model's ceil(eq. (36)) = m MD rounds with the capacity in
+    units of the new one, each lasting t_rho plus one RTT (the freeze and the RTT of AI after it),
+    where the RTT includes the queue the drop builds. Measured: the time until the queue first
+    empties again (the windows then fit the new BDP). The terms of the tolerance: r0 is the mean
+    of an AIMD sawtooth (half an MD round either way); an MD round lasts between t_rho + T and
+    t_rho + T + q_max / C1 (the largest queueing delay); the overload shows at the end of the
+    interval the drop falls in and reaches the senders an RTT later (one more round at most), and
+    the queue drains within an RTT of the last MD."""
+    C0, C1, T, step, dt, t_rho = mbps_to_pps(20.0), mbps_to_pps(10.0), 0.08, 20.0, 0.02, 0.2
+    network = Network((Link("l", C0, T / 4, schedule=((step, C1),)),),
+                      tuple(Flow(f"f{k}", ("l",), access_delay_s=T / 4) for k in range(2)))
+    run = simulate_exact(network, VCP(initial_window=4), duration_s=26.0, sample_s=dt, buffers=[20 * C0 * T]).isel(run=0)
+    assert int(run.status) == 0 and float(run.dropped.sum()) == 0
+    times = run.sample_time.values
+    r0 = run.served.sel(link="l").values[(times > step - 2.0) & (times <= step)].mean() / dt
+    queue = run.queue.sel(link="l").values
+    m = vcp_rounds.rounds_to_release(r0 / C1)
+    assert m == math.ceil(math.log(r0 / C1) / math.log(1 / 0.875))
+    q_max = queue[times > step].max()
+    assert q_max > 10  # the drop did build a queue
+    empty = times[(times > step + 0.1) & (queue < 1)][0] - step
+    shortest = (m - 0.5) * vcp_rounds.rounds_to_time(0, 1, rtt=T, t_rho=t_rho) * t_rho
+    longest_round = vcp_rounds.rounds_to_time(0, 1, rtt=T + q_max / C1, t_rho=t_rho) * t_rho
+    assert shortest <= empty <= (m + 1.5) * longest_round + T + q_max / C1
