@@ -329,3 +329,38 @@ def test_a_parking_lot_gives_the_long_flows_less_than_max_min():
     assert np.all(rates[:3] < fair[:3]) and np.all(rates[3:] > fair[3:])
     use = run.served.values[late].sum(axis=0) / (mbps_to_pps(5.0) * 0.1 * late.sum())
     assert np.all(use > 0.9)
+
+
+def test_heterogeneous_rtts_share_evenly_where_the_fluid_equilibrium_shares_windows():
+    """Section 3.4 against section 5's heterogeneous-RTT equilibrium, on one 10 Mb/s link: two flows
+    each of RTT 40, 80 and 160 ms, one way, 60 s, statistics over the second half.
+
+    The prediction before the run: with eq. (8)'s scaling a flow's AI raises its rate by alpha /
+    t_rho^2 packets/s per second whatever its RTT, and an MD cuts every rate by beta at once, so
+    AIMD shares the rate evenly. It gets there as Theorem 4 says: the flows start with equal
+    windows, so rates 4 : 2 : 1, which MI keeps (it scales every window by the same factor per
+    t_rho), and each epoch shrinks the differences by beta. After the n epochs (overload onsets)
+    before the second half, the largest rate is at most 1 + 3 beta^n times the smallest; 5 % more
+    for what differs with the RTT, the MD round t_rho + RTT, whose RTT of AI the longer-RTT flow
+    spends later ((160 - 40) ms of AI in epochs of about 1.5 s). The link at (1 + beta) / 2 gamma
+    within 3 %. The MIAIMD fluid model's equilibrium for these RTTs (section 5, without eq. (8):
+    eq. (10) has one alpha) gives every flow the same window, so rates in the ratio 4 : 2 : 1; VCP
+    departs from it by design, and the test states that departure."""
+    C = mbps_to_pps(10.0)
+    rtts = (0.04, 0.08, 0.16)
+    network = Network((Link("l", C, 0.01),), tuple(Flow(f"f{k}{j}", ("l",), access_delay_s=(r - 0.02) / 2)
+                                                 for k, r in enumerate(rtts) for j in range(2)))
+    np.testing.assert_allclose(network.rtt_s, np.repeat(rtts, 2))
+    fluid = miaimd.equilibrium_heterogeneous(0.25, 1.0, 0.98, C, network.rtt_s)
+    fluid_rate = np.asarray(fluid["flow_rate"]).ravel()
+    np.testing.assert_allclose(fluid_rate[::2] / fluid_rate[4], [4.0, 2.0, 1.0])
+    run = simulate_exact(network, VCP(initial_window=4), duration_s=60.0, sample_s=0.1, flow_series=True).isel(run=0)
+    assert int(run.status) == 0 and float(run.dropped.sum()) == 0
+    times = run.sample_time.values
+    late = times > 30.0
+    rates = run.delivered_series.values[late].sum(axis=0) / (0.1 * late.sum())
+    code = run.vcp_code_series.sel(link="l").values
+    epochs = int(np.sum((code[1:] == OVERLOAD) & (code[:-1] != OVERLOAD) & ~late[1:]))
+    assert epochs >= 10
+    assert rates.max() / rates.min() <= 1 + 3 * 0.875 ** epochs + 0.05
+    assert rates.sum() / C == pytest.approx((1 + 0.875) / 2 * 0.98, rel=0.03)
