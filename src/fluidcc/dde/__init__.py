@@ -19,6 +19,9 @@
     sharp start-up transients by orders of magnitude.
   - "auto": the first of chebyshev, rk4 whose `supports(system, params)` is true
     (`resolve_method` says which).
+* `WithHistory(system)`, `HistoryTable`, `history_table`, `tabulate_history`: a system started
+  from any history given as a table (states and slopes on a grid over [-span, 0]); tabulating a
+  solution's last delay at the RK4 nodes continues a solve exactly (`_history`).
 * `DDESystem`: the interface a model implements; `JAX_OPS` and `projected_rate` the operations
   and the projected rate of a queue its `field_terms` use.
 * `Solution`, `Status`: saved states plus a status per point; `batch_size`, `take`: the batch
@@ -31,6 +34,10 @@ core so chunks of a batch run in parallel (see `fluidcc._jax_setup`).
 from .. import _jax_setup  # noqa: F401  (float64, one CPU device per core)
 
 from ._chebyshev import Chebyshev as Chebyshev  # noqa: E402
+from ._history import HistoryTable as HistoryTable  # noqa: E402
+from ._history import WithHistory as WithHistory  # noqa: E402
+from ._history import history_table as history_table  # noqa: E402
+from ._history import tabulate_history as tabulate_history  # noqa: E402
 from ._method import Method as Method  # noqa: E402
 from ._reference import DDEint as DDEint  # noqa: E402
 from ._reference import Reference as Reference  # noqa: E402
@@ -50,6 +57,6 @@ from ._system import projected_rate as projected_rate  # noqa: E402
 from ._system import to_mixed as to_mixed  # noqa: E402
 from ._system import to_natural as to_natural  # noqa: E402
 
-__all__ = ["DEFAULT_BATCH_CHUNK", "JAX_OPS", "METHODS", "RK4", "Chebyshev", "DDESystem", "DDEint", "Method", "Reference", "Solution", "Status",
-           "batch_size", "projected_rate", "require_linear_form", "resolve_method", "solve", "take", "to_mixed",
-           "to_natural"]
+__all__ = ["DEFAULT_BATCH_CHUNK", "JAX_OPS", "METHODS", "RK4", "Chebyshev", "DDESystem", "DDEint", "HistoryTable",
+           "Method", "Reference", "Solution", "Status", "WithHistory", "batch_size", "history_table", "projected_rate",
+           "require_linear_form", "resolve_method", "solve", "tabulate_history", "take", "to_mixed", "to_natural"]
