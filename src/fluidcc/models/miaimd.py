@@ -26,23 +26,33 @@ r_i* = gamma C / N + alpha / (kappa T), and for heterogeneous RTTs (section 5)
 r_i* = (gamma C / N)(T_h / T_i) + alpha / (kappa T_i), T_h the harmonic mean RTT, every flow
 having the same window w_i* = gamma C T_h / N + alpha / kappa.
 
+The history is each flow's `initial_window` on [-T, 0] (the paper's w_i = 1); any other
+(a window per flow, a function of time) is a table given to `fluidcc.dde.WithHistory`.
+
 Windows are positive and are integrated as log w by default: the start-up multiplies the window
 by about exp(kappa (gamma C T / N - 1)) in the first RTT, which overflows float64 for a few
 percent of a wide sweep.
+
+**gamma as a control variable** (section 5, "Importance of gamma"): the utilization at the
+equilibrium is w*/(C T) = gamma + alpha / (kappa P), P = C T / N the per-flow BDP, not gamma.
+`gamma_controlled` runs the link's controller of eq. (15), which steps gamma by delta_gamma once
+per period T_gamma >> T until the measured utilization reaches a target gamma*:
+
+    gamma(t + T_gamma) = gamma(t) + sgn(gamma* - tilde_gamma*(t)) delta_gamma                   (15)
 
 Units: capacity in packets per second, RTTs in seconds, windows in packets, rates in packets/s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .. import units
-from ..dde import DDESystem
+from ..dde import RK4, DDESystem, Status, WithHistory, batch_size, history_table, solve, tabulate_history
 from ..errors import ParameterError, ShapeError
 from ._params import broadcast_batch, require_interval, require_nonnegative, require_positive, require_whole
 from ._spec import ParameterSpec, SingleLinkModel
@@ -325,6 +335,145 @@ def load_factor(times, windows, rtts, gamma, capacity_pps, initial_window) -> np
             delayed = np.where(times - rtt < 0, initial_window, np.exp(log_w))
             total = total + delayed / rtt
     return total / (gamma * capacity_pps)
+
+
+@dataclass(frozen=True)
+class GammaControlRun:
+    """What `gamma_controlled` returns: one value per control period k = 0 .. K-1 of each of B points.
+
+    period_end_s: (B, K) the end of period k, (k + 1) T_gamma, seconds.
+    gamma: (B, K) the gamma of eq. (12) in force during period k (dimensionless).
+    utilization: (B, K) tilde_gamma*, the filtered link utilization measured at the end of period
+        k: the mean of w(t - T) / (C T) over the period's second half (dimensionless).
+    window: (B, K) the total window w at the end of period k, packets.
+    next_gamma: (B,) the gamma the controller sets after the last period.
+    status, messages: per point, the first failure (`fluidcc.dde.Status`) of any period, as in a
+        `fluidcc.dde.Solution`; a failed point's series hold NaN from the period it failed in.
+    """
+
+    period_end_s: np.ndarray
+    gamma: np.ndarray
+    utilization: np.ndarray
+    window: np.ndarray
+    next_gamma: np.ndarray
+    status: np.ndarray
+    messages: np.ndarray
+
+    @property
+    def success(self) -> np.ndarray:
+        """Boolean mask of the points whose every period ran OK, shape (B,)."""
+        return self.status == Status.OK
+
+
+def gamma_controlled(params: MIAIMDAggregateParams, *, target_utilization, period_rtts: int, periods: int,
+                     gamma_step=0.01, steps_per_delay: int = 32) -> GammaControlRun:
+    """Eq. (14) with gamma set by the controller of eq. (15), for a batch of points.
+
+    The link steps gamma once per period T_gamma = `period_rtts` x T:
+
+        gamma(t + T_gamma) = gamma(t) + sgn(gamma* - tilde_gamma*(t)) delta_gamma              (15)
+
+    with gamma* = `target_utilization` and delta_gamma = `gamma_step`, starting from
+    `params.gamma`. Between steps gamma is constant and eq. (14) is integrated with the RK4 method
+    (`steps_per_delay`); each period continues from the last RTT of the one before
+    (`fluidcc.dde.WithHistory`), which is exact: the periods together are one solve of eq. (14)
+    with a piecewise-constant gamma, to rounding. The new gamma takes effect in eq. (14) at the
+    period boundary (the aggregate model has no backward delay).
+
+    The filter (tilde_gamma*, the paper leaves it open): the link utilization is the rate the
+    link receives over its capacity, w(t - T) / (C T) with eq. (12)'s forward delay, and
+    tilde_gamma* is its mean over the second half of the period just ended (the trapezoidal rule
+    on the RK4 nodes), a moving-average low-pass filter over T_gamma / 2. With T_gamma >> T the
+    transient after a step (it decays about as exp(-0.36 t / T) for kappa = 1/4, eq. (14)
+    linearized) is over before the average starts, and the controller then settles on the two
+    values of gamma whose equilibrium utilizations gamma + alpha / (kappa P) (Theorem 1) bracket
+    gamma*: the utilization ends within delta_gamma of the target. It stops where sgn(...) = 0.
+
+    Parameters
+    ----------
+    params: an `aggregate_params` batch (B points); its gamma is the starting gamma.
+    target_utilization: gamma*, in (0, 1], a scalar or (B,).
+    period_rtts: T_gamma in RTTs of each point, a whole number >= 2 (the paper asks T_gamma >> T;
+        2 is the least for which the average over the second half reads the link's view of the
+        same period; some tens of RTTs let the transient of a step decay first).
+    periods: the number of periods K, a whole number >= 1.
+    gamma_step: delta_gamma, > 0 and < target_utilization (the paper: 0.01), a scalar or (B,).
+    steps_per_delay: RK4 steps per RTT (an even whole number >= 2).
+
+    A step that would take gamma out of (0, 1], the range of eq. (12), is not taken (gamma then
+    stays; this happens only when gamma* cannot be reached, gamma* <= alpha / (kappa P), or in
+    a start-up transient near gamma = 1). Bad input raises a `fluidcc.errors.ParameterError`
+    naming the field.
+    """
+    system = MIAIMDAggregate()
+    system.validate(params)
+    size = batch_size(params)
+    method = RK4(steps_per_delay=steps_per_delay)
+    target, step = (np.broadcast_to(np.asarray(v, dtype=np.float64), (size,)).copy()
+                    for v in (target_utilization, gamma_step))
+    require_interval("target_utilization", target, 0.0, 1.0)
+    bad = ~(np.isfinite(step) & (step > 0) & (step < target))
+    if np.any(bad):
+        b = int(np.argmax(bad))
+        raise ParameterError("gamma_step", float(step[b]), f"a step > 0 and < target_utilization ({target[b]:g}), "
+                             "0 < delta_gamma << gamma* (eq. (15))")
+    if isinstance(period_rtts, bool) or not isinstance(period_rtts, (int, np.integer)) or period_rtts < 2:
+        raise ParameterError("period_rtts", period_rtts, "a whole number of RTTs >= 2: T_gamma >> T (eq. (15)), "
+                             "and the filter averages the last half of a period")
+    if isinstance(periods, bool) or not isinstance(periods, (int, np.integer)) or periods < 1:
+        raise ParameterError("periods", periods, "a whole number of control periods >= 1")
+
+    steps = method.steps_per_delay
+    rtt = np.asarray(params.rtt_s, dtype=np.float64)
+    bdp = np.asarray(params.capacity_pps, dtype=np.float64) * rtt  # C T, packets
+    gamma0 = np.asarray(params.gamma, dtype=np.float64).copy()
+    # saved RK4 nodes, in steps: the link's view w(t - T) of the period's second half, then the
+    # last two RTTs (the continuation's table and, one RTT back, the windows its slopes read)
+    half = period_rtts * steps // 2
+    nodes = np.arange(half - steps, period_rtts * steps + 1)
+    save_times = rtt[:, None] * nodes / steps
+    seen = slice(0, half + 1)  # nodes half - M .. period - M: w(t - T) for t in the second half
+
+    def slopes_of(point_params, now, before):  # eq. (14)'s field at the table's nodes, (B, M + 1, 1)
+        one = lambda x, x_delayed, p: system.vector_field(0.0, x, x_delayed[None], p)
+        return np.asarray(jax.vmap(jax.vmap(one, in_axes=(0, 0, None)))(now, before, point_params))
+
+    count = np.zeros(size)  # gamma = gamma0 + count delta_gamma: every change exactly one step
+    current = replace(params, gamma=gamma0.copy())
+    table = tabulate_history(system, current, rtt, steps)
+    out = {name: np.full((size, periods), np.nan) for name in ("gamma", "utilization", "window")}
+    status = np.full(size, Status.OK, dtype=np.int8)
+    messages = np.full(size, "", dtype=object)
+    for k in range(periods):
+        sol = solve(WithHistory(system), table, period_rtts * rtt, save_times, method=method)
+        alive = status == Status.OK
+        failed = alive & ~sol.success
+        status[failed], messages[failed] = sol.status[failed], sol.messages[failed]
+        alive &= sol.success
+        w = sol.ys[..., 0]
+        link = w[:, seen]
+        with np.errstate(invalid="ignore", over="ignore"):  # a failed point's inf or NaN: its status says
+            mean = (link.sum(axis=1) - 0.5 * (link[:, 0] + link[:, -1])) / (link.shape[1] - 1)  # trapezoidal
+        out["gamma"][alive, k] = current.gamma[alive]
+        out["utilization"][alive, k] = mean[alive] / bdp[alive]
+        out["window"][alive, k] = w[alive, -1]
+
+        direction = np.where(alive, np.sign(target - out["utilization"][:, k]), 0.0)  # sgn of eq. (15)
+        candidate = gamma0 + (count + direction) * step
+        count = np.where((candidate > 0) & (candidate <= 1), count + direction, count)
+        following = replace(current, gamma=gamma0 + count * step)
+        values = sol.ys[:, -(steps + 1):]
+        slopes = slopes_of(current, values, sol.ys[:, -(2 * steps + 1):-steps])  # the old gamma's field
+        # a failed point carries no usable state: it keeps its last table, and its outputs stay NaN
+        values = np.where(alive[:, None, None], values, table.values)
+        slopes = np.where(alive[:, None, None], slopes, table.slopes)
+        current = following
+        table = history_table(current, rtt, values, slopes)
+    return GammaControlRun(
+        period_end_s=rtt[:, None] * period_rtts * np.arange(1, periods + 1), gamma=out["gamma"],
+        utilization=out["utilization"], window=out["window"], next_gamma=np.asarray(current.gamma),
+        status=status, messages=messages,
+    )
 
 
 def _single_link_aggregate(values):
