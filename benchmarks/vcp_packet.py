@@ -6,21 +6,30 @@ link carries their ACKs), 1000-byte data packets and 40-byte ACKs, buffers of ma
 per flow), flows starting uniformly within the first second; statistics without the first 20 % of
 each run, as the paper's.
 
-- `fig3`: capacity sweep (`--capacities` Mb/s; RTT 80 ms, 50 + 50 flows), `fig4`: RTT sweep
-  (`--rtts` ms; 150 Mb/s x `--scale`), `fig5`: flow-count sweep (`--flows`; 150 Mb/s x `--scale`,
-  80 ms). Each sweep is ONE batch: its points are disjoint link pairs of one network, one run per
+- `fig3`: capacity sweep (`--capacities` Mb/s; RTT 80 ms, 50 + 50 flows, as the paper's),
+  `fig4`: RTT sweep (`--rtts` ms; 150 Mb/s x `--scale`, 50 x `--scale` flows each way, so that
+  each flow has the paper's rate), `fig5`: flow-count sweep (`--flows`, each way; 150 Mb/s x
+  `--scale`, 80 ms: `--flows 1 10 50 100` at scale 0.1 spans the per-flow BDPs of the paper's
+  10 ... 1000 flows). Each sweep is ONE batch: its points are disjoint link pairs of one network, one run per
   point whose flow table uses only its pair. Per point: the forward link's utilization (every
   byte served, ACKs included, over the capacity), its mean queue and its largest per-sample mean
   queue as fractions of the buffer, and the fraction of the packets that reached it that it
   dropped. `--ns3`: ns-3's TCP NewReno on each point's forward direction (`ns3/shortflows.cc`
   with the same long-lived flows, capacity, RTT and buffer; one way), for the cost beside it.
 - `fig7`: the parking lot (`fluidcc.scenarios.vcp_parking_lot`, `--scale` x its 100 Mb/s, link 4
-  at half) with as many flows on the reverse path as long ones; each class's rate against the
-  max-min rates the MIAIMD fluid model settles at (Theorem 2): the paper's direction is that VCP
-  gives the long flows less and the cross flows more.
+  at half; `--n-long` and `--n-cross` flows, by default 50 and 5 x `--scale`, so that each flow
+  has the paper's rate) with as many flows on the reverse path as long ones; each class's rate
+  against the max-min rates the MIAIMD fluid model settles at (Theorem 2): the paper's direction
+  is that VCP gives the long flows less and the cross flows more.
+- `random`: random networks (`fluidcc.scenarios.random_network`: 4 links of 10-40 Mb/s before
+  scaling, 12 flows; one way), capacities scaled so
+  that the smallest max-min rate is `--per-rtt` packets per RTT); per flow its rate over its
+  max-min rate against the number of its links that max-min saturates (the paper's direction: the
+  more, the less), with the rank correlation of the two.
 
     PYTHONPATH=src python benchmarks/vcp_packet.py --scenario fig3 --ns3 --out fig3.json
     PYTHONPATH=src python benchmarks/vcp_packet.py --scenario fig7 --scale 0.1
+    PYTHONPATH=src python benchmarks/vcp_packet.py --scenario random --seeds 1 2 3 4 5 6
 """
 
 from __future__ import annotations
@@ -127,16 +136,18 @@ def run_sweep(args, points) -> dict:
 def fig7(args) -> dict:
     out = {}
     for link4 in (None, 50.0):
-        network = scenarios.vcp_parking_lot(None if link4 is None else link4 * args.scale, n_long=args.n_long,
-                                            capacity_mbps=100.0 * args.scale)
-        rates_maxmin = maxmin(network)
+        n_long = args.n_long or max(1, round(50 * args.scale))
+        n_cross = args.n_cross or max(1, round(5 * args.scale))
+        network = scenarios.vcp_parking_lot(None if link4 is None else link4 * args.scale, n_long=n_long,
+                                            n_cross=n_cross, capacity_mbps=100.0 * args.scale)
+        rates_maxmin = maxmin(network).rates_pps
         n = network.n_flows
         # the reverse path: one reverse link per link, as many reverse flows as long ones
         links = tuple(Link(l.name, l.capacity_pps, l.delay_s, source=f"n{j}", target=f"n{j + 1}")
                       for j, l in enumerate(network.links))
         links += tuple(Link(f"{l.name}r", l.capacity_pps, l.delay_s, source=f"n{j + 1}", target=f"n{j}")
                        for j, l in enumerate(network.links))
-        reverse = tuple(Flow(f"rev[{k}]", tuple(f"l{j}r" for j in range(7, 0, -1))) for k in range(args.n_long))
+        reverse = tuple(Flow(f"rev[{k}]", tuple(f"l{j}r" for j in range(7, 0, -1))) for k in range(n_long))
         two_way = Network(links, network.flows + reverse)
         began = time.perf_counter()
         run = simulate_exact(two_way, VCP(), duration_s=args.duration, sample_s=args.sample,
@@ -162,14 +173,45 @@ def fig7(args) -> dict:
     return out
 
 
+def random_networks(args) -> dict:
+    rows = []
+    for seed in args.seeds:
+        base = scenarios.random_network(4, 12, seed=seed, capacity_mbps=(10.0, 40.0))
+        fair = maxmin(base)
+        factor = args.per_rtt / float(np.min(fair.rates_pps * base.rtt_s))
+        network = Network(tuple(Link(l.name, l.capacity_pps * factor, l.delay_s) for l in base.links), base.flows)
+        fair = maxmin(network)
+        began = time.perf_counter()
+        run = simulate_exact(network, VCP(initial_window=4), duration_s=args.duration, sample_s=args.sample,
+                             flow_series=True).isel(run=0)
+        wall = time.perf_counter() - began
+        late = run.sample_time.values > 0.2 * args.duration
+        ratio = run.delivered_series.values[late].sum(axis=0) / (args.sample * late.sum()) / fair.rates_pps
+        saturated = fair.utilization > 1 - 1e-9
+        crossed = np.array([int(saturated[network.route_indices(i)].sum()) for i in range(network.n_flows)])
+        rank = lambda v: np.argsort(np.argsort(v))  # noqa: E731
+        rho = float(np.corrcoef(rank(ratio), rank(crossed + 1e-6 * np.arange(crossed.size)))[0, 1]) if np.ptp(crossed) else None
+        rows.append({"seed": seed, "ratio": ratio.tolist(), "saturated_crossed": crossed.tolist(), "spearman": rho,
+                     "wall_s": wall, "drops": float(run.dropped.sum()), "status": str(run.message.values)})
+        by = {int(c): float(ratio[crossed == c].mean()) for c in np.unique(crossed)}
+        print(f"seed {seed}: rate / max-min by saturated links crossed: "
+              + ", ".join(f"{c}: {v:.2f}" for c, v in by.items())
+              + f"; rank correlation {rho if rho is None else round(rho, 2)}; drops {rows[-1]['drops']:.0f}; {wall:.0f} s")
+    return {"rows": rows}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenario", choices=["fig3", "fig4", "fig5", "fig7"], required=True)
+    parser.add_argument("--scenario", choices=["fig3", "fig4", "fig5", "fig7", "random"], required=True)
     parser.add_argument("--capacities", type=float, nargs="+", default=[0.1, 1.0, 10.0, 50.0], help="Mb/s (fig3)")
     parser.add_argument("--rtts", type=float, nargs="+", default=[1, 10, 80, 200, 800, 1500], help="ms (fig4)")
     parser.add_argument("--flows", type=int, nargs="+", default=[1, 10, 50, 200], help="forward flows (fig5)")
     parser.add_argument("--scale", type=float, default=0.1, help="x the paper's capacities (fig4, fig5, fig7)")
-    parser.add_argument("--n-long", type=int, default=50, help="long flows of the parking lot (fig7)")
+    parser.add_argument("--n-long", type=int, default=None, help="long flows of the parking lot (fig7)")
+    parser.add_argument("--n-cross", type=int, default=None, help="cross flows per link of the parking lot (fig7)")
+    parser.add_argument("--n", type=int, default=None, help="flows each way (fig4; default 50 x scale)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="random networks (random)")
+    parser.add_argument("--per-rtt", type=float, default=10.0, help="smallest max-min rate, packets per RTT (random)")
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--sample", type=float, default=0.1)
     parser.add_argument("--ns3", action="store_true")
@@ -179,11 +221,14 @@ def main() -> int:
     if args.scenario == "fig3":
         result = run_sweep(args, [(mbps_to_pps(c), 0.08, 50) for c in args.capacities])
     elif args.scenario == "fig4":
-        result = run_sweep(args, [(base_pps, r / 1e3, 50) for r in args.rtts])
+        n = args.n or max(1, round(50 * args.scale))
+        result = run_sweep(args, [(base_pps, r / 1e3, n) for r in args.rtts])
     elif args.scenario == "fig5":
         result = run_sweep(args, [(base_pps, 0.08, n) for n in args.flows])
-    else:
+    elif args.scenario == "fig7":
         result = fig7(args)
+    else:
+        result = random_networks(args)
     result["args"] = vars(args)
     if args.out:
         write_json(args.out, result)
