@@ -364,3 +364,26 @@ def test_heterogeneous_rtts_share_evenly_where_the_fluid_equilibrium_shares_wind
     assert epochs >= 10
     assert rates.max() / rates.min() <= 1 + 3 * 0.875 ** epochs + 0.05
     assert rates.sum() / C == pytest.approx((1 + 0.875) / 2 * 0.98, rel=0.03)
+
+
+def test_the_8_bit_code_applies_the_load_factor_itself():
+    """Section 5 (Fig. 13): with 8 bits the sender hears rho itself and uses xi(rho) = kappa (1 -
+    rho) / rho of eq. (11): MI by xi(rho) scaled as eq. (6) below 80 % (bounded so that one RTT
+    does not carry rho past 1: xi_s <= 1 / rho - 1), AI from 80 % to 100 %, and above 100 % an MD
+    by 1 + xi(rho), then the same freeze. One flow, RTT 100 ms."""
+    protocol = VCP(code_bits=8)
+    network = _link(10.0, 0.1, 1)
+    params, flows, s = _sender(network, protocol)
+    grown = _ack(protocol, params, flows, s, 5.0, 0.5, 0.1)
+    assert float(grown["cwnd"][0]) - 100.0 == pytest.approx(1.25 ** 0.5 - 1)
+    rho = 90 * LOAD_STEP  # 0.703125, a value the 8-bit field holds
+    grown = _ack(protocol, params, flows, s, 5.0, rho, 0.1)
+    assert float(grown["cwnd"][0]) - 100.0 == pytest.approx((1 + 0.25 * (1 - rho) / rho) ** 0.5 - 1)
+    added = _ack(protocol, params, flows, s, 5.0, 0.9, 0.1)
+    assert (float(added["cwnd"][0]) - 100.0) * 100.0 == pytest.approx(0.25)
+    cut = _ack(protocol, params, flows, s, 5.0, 1.5, 0.1)
+    assert float(cut["cwnd"][0]) == pytest.approx(100.0 * (1 + 0.25 * (1 - 1.5) / 1.5))
+    assert float(_ack(protocol, params, flows, cut, 5.1, 1.5, 0.1)["cwnd"][0]) == float(cut["cwnd"][0])  # frozen
+    far = _link(10.0, 1.0, 1)  # RTT 1 s: (1 + xi(0.1))^5 - 1 = 360 is bounded by 1 / 0.1 - 1 = 9
+    params, flows, s = _sender(far, protocol)
+    assert float(_ack(protocol, params, flows, s, 5.0, 0.1, 1.0)["cwnd"][0]) - 100.0 == pytest.approx(9.0)
