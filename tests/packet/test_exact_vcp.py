@@ -16,7 +16,7 @@ from fluidcc.models import miaimd, vcp_rounds
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact import ACK, DATA, Ack, Flows, Plan
-from fluidcc.packet.exact_protocols import VCP
+from fluidcc.packet.exact_protocols import VCP, XCP
 from fluidcc.packet.exact_protocols.vcp import (HIGH, LOAD, LOAD_STEP, LOW, OVERLOAD, load_code, mi_gain,
                                                 scaled_ai_gain, scaled_mi_gain)
 from fluidcc.packet.workloads import FlowTable
@@ -246,7 +246,7 @@ def test_a_weight_must_be_positive():
     assert "weight" in str(error.value)
 
 
-def test_md_shrinks_the_window_difference_by_beta_per_epoch():
+def test_md_shrinks_the_window_difference_by_beta_per_epoch_and_xcp_is_faster():
     """Theorem 4 at packet level (section 11.4): during AI both flows (one RTT, 80 ms) gain the
     same, and each MD multiplies both windows by beta, so their difference shrinks by beta per
     epoch. Flow a has 5 Mb/s to itself for 10 s, then b joins; per epoch (between onsets of the
@@ -276,6 +276,25 @@ def test_md_shrinks_the_window_difference_by_beta_per_epoch():
     assert factor == pytest.approx(0.875, abs=0.02)
     assert vcp_rounds.epochs_to_fair(10) == 18
     assert abs(first_below - vcp_rounds.epochs_to_fair(10)) <= 2
+    vcp_time = times[onsets[first_below]] - 10.0
+
+    # XCP beside it (section 5: O(log Delta P) RTTs, against VCP's O(P log Delta P)): its fairness
+    # controller takes a share gamma of the traffic every control interval (one RTT here) and
+    # gives it back evenly, so two flows' difference shrinks by 1 - gamma per RTT and reaches a
+    # tenth after log 10 / log(1 / 0.9) = 22 RTTs, 1.75 s. Measured per RTT from b's start:
+    # within half and twice that, and at least ten times sooner than VCP.
+    xcp = simulate_exact(network, XCP(), duration_s=20.0, sample_s=dt, flow_series=True).isel(run=0)
+    assert int(xcp.status) == 0
+    per_rtt = int(round(T / dt))
+    first = int(round(10.0 / dt)) + per_rtt  # b's first RTT: its handshake
+    series = xcp.delivered_series.values
+    gaps = np.array([series[k:k + per_rtt, 0].sum() - series[k:k + per_rtt, 1].sum()
+                     for k in range(first, series.shape[0] - per_rtt, per_rtt)])
+    rtts = int(np.argmax(gaps < 0.1 * gaps[0]))
+    assert gaps[rtts] < 0.1 * gaps[0]
+    predicted = math.log(10) / math.log(1 / 0.9) * T
+    assert 0.5 * predicted <= (rtts + 1) * T <= 2 * predicted
+    assert 10 * (rtts + 1) * T <= vcp_time
 
 
 def test_releasing_a_capacity_drop_takes_the_md_rounds_of_eq_36():
