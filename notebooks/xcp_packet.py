@@ -50,7 +50,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-from fluidcc import reproduce, scenarios
+from fluidcc import plotting, reproduce, scenarios
 from fluidcc.maxmin import maxmin, maxmin_at
 from fluidcc.models import xcp_network
 from fluidcc.network import Flow, Link, Network
@@ -88,11 +88,7 @@ def late_goodput(network, protocol, tables):
 
 def show(fig, legends, title: str, filename: str) -> None:
     """Legends on the axes `legends`, the figure's title, saved as OUT / filename and shown."""
-    for axis in legends:
-        axis.legend(fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(OUT / filename, dpi=120)
+    plotting.finish_figure(fig, legends, title, OUT / filename)
     plt.show()
 
 

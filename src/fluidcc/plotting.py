@@ -16,6 +16,16 @@ from .stability.classify import BEHAVIOUR_NAMES, Behaviour  # noqa: E402
 _BEHAVIOUR_COLOURS = ["#2b8a3e", "#a9e34b", "#f59f00", "#c92a2a", "#495057", "#74c0fc"]
 
 
+def finish_figure(fig, legends, title: str, path: str | Path) -> None:
+    """A notebook figure's last touches: legends on the axes `legends`, the title, a tight layout,
+    saved at `path` (120 dpi)."""
+    for axis in legends:
+        axis.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def sweep_heatmap(dataset: xr.Dataset, path: str | Path | None = None):
     """Behaviour map and oscillation amplitude of a sweep (first two grid axes; others at index 0)."""
     behaviour = dataset["behaviour"]
