@@ -44,10 +44,13 @@
 # scenario on one network: all but Fig. 1 share a 6 Mb/s bottleneck (one run per scenario,
 # whose flows alone start), Fig. 1 has its own link (2 and 4 Mb/s, a fifth of the paper's), and
 # the flow counts shrink with the capacity, so that each flow keeps between half and all of the
-# paper's packets per RTT (Fig. 9's scenario excepted: each section gives its scale). The 8-bit
-# run is a second program. `python notebooks/vcp_packet.py --out DIR` runs the paper's
-# capacities, flow counts and durations (Fig. 10 at half the capacity and flow counts, the
-# weight range at a fifth of the capacity; tens of minutes on 2 cores).
+# paper's packets per RTT (Fig. 9's scenario excepted: each section gives its scale). A shared
+# link gets the largest buffer its scenarios call for (quick: 207 packets, Fig. 14's; full:
+# scenarios of one capacity share a link), so the others have more room than the paper's rule
+# gives them; their queues are reported against their own buffers (100 ms means, which hide
+# shorter peaks). The 8-bit run is a second program. `python notebooks/vcp_packet.py --out
+# DIR` runs the paper's capacities, flow counts and durations (Fig. 10 at half the capacity and
+# flow counts, the weight range at a fifth of the capacity; tens of minutes on 2 cores).
 #
 # **Order.** Part 1 describes each scenario and states, before anything runs, what is asserted
 # and with which tolerance, derived from the protocol's rules; part 2 runs; part 3 measures and
@@ -403,9 +406,10 @@ print(f"T90 = {FIG10_T90:.1f} s")
 # buffer), so $w (rtt/t_\rho)^2 \le 2$, and the weighted flow's rate gains
 # $\min(w, 2(t_\rho/rtt)^2)$ times the others': predicted ratios $\min(w, 22.2)$,
 # $\min(w, 8.0)$ and $\min(w, 3.56)$. *Asserted*: the ratios fall as the weighted flow's RTT
-# grows (#1 above #5 above #10 at each weight), and none exceeds its prediction by more than 10
-# % (the bound caps what the flow can gain; all flows hear the same code). *This was first
-# written as "each ratio within 25 % of its prediction" and failed:* the first quick run gave
+# grows wherever the predictions do (at a weight above 3.56, #10's ratio is below #5's and #1's;
+# above 8, #5's below #1's), and none exceeds its prediction by more than 10 % (the bound caps
+# what the flow can gain; all flows hear the same code). *This was first written as "each
+# ratio within 25 % of its prediction" and failed:* the first quick run gave
 # 8.08, 5.66 and 2.98 against 10, 8.0 and 3.56 (-19, -29 and -16 %; an exploratory run at 10
 # Mb/s, where the other flows have twice the packets per RTT, gave 9.7, 6.4 and 3.05). The
 # deviations are reported. Quick: w = 10 on 6 Mb/s, 60 s; full: w = 2, 5, 10 and 20 on 20 Mb/s
@@ -697,9 +701,10 @@ assert abs(first["over_flow3"][0] / 3 - 1) <= 0.25 and abs(first["over_flow3"][1
 assert abs(second["over_flow3"][1] / 2 - 1) <= 0.25 and third["utilization"] >= 0.85, (second, third)
 assert all(row["ratio"] <= 1.1 * row["predicted"] for row in fig11["range"]), fig11["range"]
 for w in RANGE_WEIGHTS:
-    ratios = [row["ratio"] for i in RANGE_FLOWS for row in fig11["range"] if row["flow"] == i and row["weight"] == w]
-    if w > predicted_ratio(w, RANGE_RTTS[-1]):  # where the bound separates them (w above 3.56)
-        assert ratios[0] > ratios[1] > ratios[2], (w, ratios)
+    rows = [row for row in fig11["range"] if row["weight"] == w]  # flows #1, #5, #10
+    for shorter, longer in zip(rows, rows[1:]):
+        if shorter["predicted"] > longer["predicted"]:  # where the bound separates them
+            assert shorter["ratio"] > longer["ratio"], (shorter, longer)
 
 # %%
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
