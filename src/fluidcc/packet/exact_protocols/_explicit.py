@@ -1,8 +1,8 @@
 """What the explicit senders of the exact engine share (RCP, QCP, XCP): the handshake, the RTT
 estimator, the retransmission timer and loss repair by going back; each protocol says when a
 data packet may leave and what header it carries. (What follows of rates is RCP's and QCP's:
-XCP's senders keep a window from their ACKs' feedback and halve it on a loss,
-`fluidcc.packet.exact_protocols.xcp`.)
+XCP's and VCP's senders keep a window from their ACKs' feedback and halve it on a loss,
+`WindowSender`.)
 
 **Handshake.** A flow's SYN carries an unlimited rate field; its SYN-ACK brings the smallest
 rate of the routers on the path, and from then on the flow follows the rate its ACKs echo (field
@@ -65,6 +65,15 @@ def capacity_at(schedule_s, capacity_pps, link, now):
     """Link `link`'s capacity (packets/s) at `now`, from its schedule rows (L, S)."""
     which = jnp.searchsorted(schedule_s[link], now, side="right") - 1
     return capacity_pps[link, which]
+
+
+def mean_arrival_bytes(router, link, default_bytes):
+    """The mean size (bytes) of the packets that reached link `link` since its router last
+    cleared router["input_bytes"] and router["input_packets"]; `default_bytes` when none did.
+    (The engine tells a router how many packets wait, not their sizes: a window router counts a
+    queue in bytes at this size.)"""
+    arrived = router["input_packets"][link]
+    return jnp.where(arrived > 0, router["input_bytes"][link] / jnp.where(arrived > 0, arrived, 1.0), default_bytes)
 
 
 class ExplicitRateSender(ExactProtocol):
@@ -202,5 +211,35 @@ class ExplicitRateSender(ExactProtocol):
         return self.after_send(s, data, now), packet
 
 
-__all__ = ["ACK", "DATA", "MIN_RATE_FRACTION", "SYN", "SYNACK", "UNLIMITED", "ExplicitRateSender", "capacity_at",
-           "require_fraction", "require_positive", "require_window", "shared_params"]
+class WindowSender(ExplicitRateSender):
+    """An explicit sender that keeps a window `cwnd` (state field) from its ACKs' feedback (XCP,
+    VCP) and reacts to a loss as TCP does, which these protocols keep for the rare loss: the
+    window halves when the sender goes back on three duplicate ACKs and falls to one packet on a
+    timeout. `window_unit(params)` is one packet in the window's unit (bytes or packets);
+    `after_loss_ack` gets the state after the halving and whether this ACK made the sender go back."""
+
+    def window_unit(self, params):
+        raise NotImplementedError
+
+    def on_time(self, s, params, flows, now, mask):
+        before = s["timeouts"]
+        s = super().on_time(s, params, flows, now, mask)
+        timeout = s["timeouts"] > before
+        return {**s, "cwnd": jnp.where(timeout, self.window_unit(params), s["cwnd"])}
+
+    def on_ack(self, s, params, flows, now, mask, ack):
+        una, before = s["snd_una"], s["goes_back"]
+        s = super().on_ack(s, params, flows, now, mask, ack)
+        back = s["goes_back"] > before
+        s = {**s, "cwnd": jnp.where(back, jnp.maximum(s["cwnd"] / 2.0, self.window_unit(params)), s["cwnd"])}
+        return self.after_loss_ack(s, params, flows, now, ack, una, back)
+
+    def after_loss_ack(self, s, params, flows, now, ack, una, back):
+        """The state after an ACK, given the acknowledged point before it (`una`) and whether the
+        sender went back on it (`back`)."""
+        return s
+
+
+__all__ = ["ACK", "DATA", "MIN_RATE_FRACTION", "SYN", "SYNACK", "UNLIMITED", "ExplicitRateSender", "WindowSender",
+           "capacity_at", "mean_arrival_bytes", "require_fraction", "require_positive", "require_window",
+           "shared_params"]

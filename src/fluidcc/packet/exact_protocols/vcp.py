@@ -59,9 +59,9 @@ of max(BDP, 2 packets per flow):
 
 Both are settings; neither was tuned to a figure.
 
-**Loss**: as TCP, which VCP's senders keep for the rare loss: the window halves when the sender
-goes back on three duplicate ACKs and falls to one packet on a timeout. The retransmission
-timer's floor is 200 ms (`min_rto`).
+**Loss** (`_explicit.WindowSender`, as XCP's): as TCP, which VCP's senders keep for the rare
+loss: the window halves when the sender goes back on three duplicate ACKs and falls to one packet
+on a timeout. The retransmission timer's floor is 200 ms (`min_rto`).
 
 Units: windows in packets, times in seconds, the capacity in bytes/s inside the routers.
 """
@@ -79,7 +79,8 @@ import numpy as np
 from ...errors import ParameterError
 from ..exact import DATA, flow_index, on_grid
 from ..settings import FieldSettings
-from ._explicit import ExplicitRateSender, require_positive, require_window, shared_params
+from ._explicit import (WindowSender, capacity_at, mean_arrival_bytes, require_positive, require_window,
+                        shared_params)
 
 #: The header field: the load code (2 bits) or the quantized load factor (8 bits).
 HEADER = ("load",)
@@ -148,7 +149,7 @@ def _flow_weights(network, plan, tables) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class VCP(ExplicitRateSender, FieldSettings):
+class VCP(WindowSender, FieldSettings):
     """VCP with Table 1's parameters by default: t_rho = 200 ms, t_q = 10 ms, gamma = 0.98,
     kappa_q = 0.5, kappa = 0.25, alpha = 1.0, beta = 0.875; code_bits 2 (Fig. 2) or 8 (the load
     factor itself, Fig. 13); max_mi_gain and max_ai_packets bound the scaled gains (module
@@ -205,38 +206,31 @@ class VCP(ExplicitRateSender, FieldSettings):
     # ------------------------------------------------------------------------ routers
     def router_init(self, params: VCPParams, n_links: int):
         zeros = jnp.zeros(n_links)
-        first = self.load_field(jnp.zeros(n_links)) if self.code_bits == 8 else jnp.full(n_links, LOW)
         return {"next_sample": jnp.full(n_links, params.t_q), "next": jnp.full(n_links, params.t_rho),
-                "last": zeros, "input_bytes": zeros, "input_packets": zeros, "queue": zeros,
-                "load": zeros, "code": first}
-
-    def load_field(self, load):
-        return load_code(load, self.code_bits)
+                "input_bytes": zeros, "input_packets": zeros, "queue": zeros,
+                "load": zeros, "code": load_code(zeros, self.code_bits)}
 
     def router_next(self, router, params, link):
         return jnp.minimum(router["next_sample"][link], router["next"][link])
 
     def router_timer(self, router, params: VCPParams, link, now, waiting):
-        arrived = router["input_packets"][link]
-        mean_size = jnp.where(arrived > 0, router["input_bytes"][link] / jnp.where(arrived > 0, arrived, 1.0),
-                              params.packet_bytes)
+        mean_size = mean_arrival_bytes(router, link, params.packet_bytes)
         sample = now >= router["next_sample"][link]
         weight = params.t_q / params.t_rho
         queue = jnp.where(sample, (1.0 - weight) * router["queue"][link] + weight * waiting * mean_size,
                           router["queue"][link])
         update = now >= router["next"][link]
-        capacity, _ = self.update_inputs(router, params, link, now)
+        capacity = capacity_at(params.schedule_s, params.capacity_pps, link, now)
         load = ((router["input_bytes"][link] + params.kappa_q * queue)
                 / (params.gamma * capacity * params.packet_bytes * params.t_rho))  # eq. (1)
         at = {"next_sample": jnp.where(sample, on_grid(router["next_sample"][link] + params.t_q),
                                        router["next_sample"][link]),
               "queue": queue,
               "next": jnp.where(update, on_grid(router["next"][link] + params.t_rho), router["next"][link]),
-              "last": jnp.where(update, now, router["last"][link]),
               "input_bytes": jnp.where(update, 0.0, router["input_bytes"][link]),
               "input_packets": jnp.where(update, 0.0, router["input_packets"][link]),
               "load": jnp.where(update, load, router["load"][link]),
-              "code": jnp.where(update, self.load_field(load), router["code"][link])}
+              "code": jnp.where(update, load_code(load, self.code_bits), router["code"][link])}
         return {name: value.at[link].set(at[name]) for name, value in router.items()}
 
     def router_packet(self, router, params: VCPParams, link, now, kind, header, waiting, accepted):
@@ -267,18 +261,13 @@ class VCP(ExplicitRateSender, FieldSettings):
         return {**super().report(state), "cwnd": state["cwnd"], "decreases": state["decreases"],
                 "last_decrease": state["last_decrease"], "mi_acks": state["mi_acks"], "ai_acks": state["ai_acks"]}
 
-    def on_time(self, s, params, flows, now, mask):
-        before = s["timeouts"]
-        s = super().on_time(s, params, flows, now, mask)
-        timeout = s["timeouts"] > before
-        return {**s, "cwnd": jnp.where(timeout, 1.0, s["cwnd"])}
+    def window_unit(self, params):
+        return 1.0  # the window is in packets
 
-    def on_ack(self, s, params: VCPParams, flows, now, mask, ack):
-        una, back_before = s["snd_una"], s["goes_back"]
-        s = super().on_ack(s, params, flows, now, mask, ack)
+    def after_loss_ack(self, s, params: VCPParams, flows, now, ack, una, back):
+        # (a go-back has halved the window already; it applies no code)
         acked = (s["snd_una"] - una).astype(jnp.float64)
         new = acked > 0
-        back = s["goes_back"] > back_before
         load = ack.header[:, LOAD]
         rtt = s["srtt"]
         weight = params.weight[flow_index(flows)]
@@ -305,7 +294,6 @@ class VCP(ExplicitRateSender, FieldSettings):
         cwnd = jnp.where(mi, cwnd + xi_s * acked, cwnd)
         cwnd = jnp.where(ai, cwnd + alpha_i * acked / jnp.maximum(cwnd, 1.0), cwnd)
         cwnd = jnp.where(md, jnp.maximum(md_factor * cwnd, 1.0), cwnd)
-        cwnd = jnp.where(back, jnp.maximum(cwnd / 2.0, 1.0), cwnd)
         freeze = on_grid(now + params.t_rho)
         return {**s, "cwnd": cwnd,
                 "freeze_until": jnp.where(md, freeze, s["freeze_until"]),

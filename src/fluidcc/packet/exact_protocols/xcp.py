@@ -79,7 +79,7 @@ import numpy as np
 from ...errors import ParameterError
 from ..exact import DATA, link_mean_rtt, on_grid
 from ..settings import FieldSettings
-from ._explicit import UNLIMITED, ExplicitRateSender, require_positive, require_window, shared_params
+from ._explicit import UNLIMITED, WindowSender, mean_arrival_bytes, require_positive, require_window, shared_params
 
 VARIANTS = ("xcp", "ixcp")
 #: The header fields, in order.
@@ -134,7 +134,7 @@ def stability_violation(alpha: float, beta: float) -> str | None:
 
 
 @dataclass(frozen=True)
-class XCP(ExplicitRateSender, FieldSettings):
+class XCP(WindowSender, FieldSettings):
     """XCP (variant "xcp") or iXCP (variant "ixcp"): gains alpha, beta, gamma (> 0; defaults 0.4,
     0.226, 0.1), initial_window in packets (>= 1; whole packets, rounded down), window_rounding (the header carries the
     unrounded window while the sender sends whole packets, as ns-2 does; see the module
@@ -194,10 +194,7 @@ class XCP(ExplicitRateSender, FieldSettings):
         d = jnp.where(data_bytes > 0, router["rtt_bytes"][link] / jnp.where(data_bytes > 0, data_bytes, 1.0),
                       router["d"][link])
         y = router["input_bytes"][link] / elapsed  # bytes/s
-        arrived = router["input_packets"][link]
-        mean_size = jnp.where(arrived > 0, router["input_bytes"][link] / jnp.where(arrived > 0, arrived, 1.0),
-                              params.packet_bytes)
-        queue = jnp.minimum(router["queue"][link], waiting) * mean_size
+        queue = jnp.minimum(router["queue"][link], waiting) * mean_arrival_bytes(router, link, params.packet_bytes)
         phi = params.alpha * d * (capacity_Bps - y) - params.beta * queue  # eq. (1), bytes
         own = y if self.variant == "xcp" else router["own_bytes"][link] / elapsed
         shuffle = jnp.maximum(0.0, params.gamma * own * d - jnp.abs(phi))  # eq. (2) / eq. (3), bytes
@@ -257,17 +254,8 @@ class XCP(ExplicitRateSender, FieldSettings):
         """The window the sender sends with: whole packets, at least one."""
         return jnp.maximum(jnp.floor(s["cwnd"] / params.packet_bytes), 1.0)
 
-    def on_time(self, s, params, flows, now, mask):
-        before = s["timeouts"]
-        s = super().on_time(s, params, flows, now, mask)
-        timeout = s["timeouts"] > before
-        return {**s, "cwnd": jnp.where(timeout, params.packet_bytes, s["cwnd"])}
-
-    def on_ack(self, s, params, flows, now, mask, ack):
-        before = s["goes_back"]
-        s = super().on_ack(s, params, flows, now, mask, ack)
-        back = s["goes_back"] > before
-        return {**s, "cwnd": jnp.where(back, jnp.maximum(s["cwnd"] / 2.0, params.packet_bytes), s["cwnd"])}
+    def window_unit(self, params):
+        return params.packet_bytes  # the window is in bytes
 
     def after_ack(self, s, params, now, opened, is_ack, ack):
         # feedback no router lowered (none on the path computed one) is no change
