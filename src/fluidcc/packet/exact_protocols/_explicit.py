@@ -67,13 +67,19 @@ def capacity_at(schedule_s, capacity_pps, link, now):
     return capacity_pps[link, which]
 
 
+def ratio_or(numerator, denominator, otherwise):
+    """numerator / denominator where the denominator is > 0, else `otherwise` (no division by 0
+    is evaluated, so neither value nor gradient is NaN)."""
+    some = denominator > 0
+    return jnp.where(some, numerator / jnp.where(some, denominator, 1.0), otherwise)
+
+
 def mean_arrival_bytes(router, link, default_bytes):
     """The mean size (bytes) of the packets that reached link `link` since its router last
     cleared router["input_bytes"] and router["input_packets"]; `default_bytes` when none did.
     (The engine tells a router how many packets wait, not their sizes: a window router counts a
     queue in bytes at this size.)"""
-    arrived = router["input_packets"][link]
-    return jnp.where(arrived > 0, router["input_bytes"][link] / jnp.where(arrived > 0, arrived, 1.0), default_bytes)
+    return ratio_or(router["input_bytes"][link], router["input_packets"][link], default_bytes)
 
 
 class ExplicitRateSender(ExactProtocol):
@@ -241,5 +247,5 @@ class WindowSender(ExplicitRateSender):
 
 
 __all__ = ["ACK", "DATA", "MIN_RATE_FRACTION", "SYN", "SYNACK", "UNLIMITED", "ExplicitRateSender", "WindowSender",
-           "capacity_at", "mean_arrival_bytes", "require_fraction", "require_positive", "require_window",
+           "capacity_at", "mean_arrival_bytes", "ratio_or", "require_fraction", "require_positive", "require_window",
            "shared_params"]

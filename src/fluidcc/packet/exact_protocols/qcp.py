@@ -57,7 +57,7 @@ import numpy as np
 from ...errors import ParameterError
 from ..exact import DATA, link_mean_rtt, on_grid
 from ..settings import FieldSettings
-from ._explicit import (MIN_RATE_FRACTION, UNLIMITED, ExplicitRateSender, require_fraction, require_positive,
+from ._explicit import (MIN_RATE_FRACTION, UNLIMITED, ExplicitRateSender, ratio_or, require_fraction, require_positive,
                         shared_params)
 
 VARIANTS = ("exact", "simplified")
@@ -123,7 +123,7 @@ class QCP(ExplicitRateSender, FieldSettings):
         total = router["sum"][link]
         queue = jnp.minimum(router["queue"][link], waiting)
         budget = params.alpha * capacity * d - params.beta * queue  # packets, eq. (4)'s numerator
-        rate = jnp.where(total > 0, budget / jnp.where(total > 0, total, 1.0), capacity)
+        rate = ratio_or(budget, total, capacity)
         rate = jnp.clip(rate, MIN_RATE_FRACTION * capacity, capacity)
         rate = router["rate"][link] ** (1.0 - params.gain) * rate ** params.gain
         return {"rate": router["rate"].at[link].set(rate), "sum": router["sum"].at[link].set(0.0),

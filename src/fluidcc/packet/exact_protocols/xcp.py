@@ -79,7 +79,8 @@ import numpy as np
 from ...errors import ParameterError
 from ..exact import DATA, link_mean_rtt, on_grid
 from ..settings import FieldSettings
-from ._explicit import UNLIMITED, WindowSender, mean_arrival_bytes, require_positive, require_window, shared_params
+from ._explicit import (UNLIMITED, WindowSender, mean_arrival_bytes, ratio_or, require_positive, require_window,
+                        shared_params)
 
 VARIANTS = ("xcp", "ixcp")
 #: The header fields, in order.
@@ -191,8 +192,7 @@ class XCP(WindowSender, FieldSettings):
         capacity, elapsed = self.update_inputs(router, params, link, now)
         capacity_Bps = capacity * params.packet_bytes
         data_bytes = router["bytes"][link]
-        d = jnp.where(data_bytes > 0, router["rtt_bytes"][link] / jnp.where(data_bytes > 0, data_bytes, 1.0),
-                      router["d"][link])
+        d = ratio_or(router["rtt_bytes"][link], data_bytes, router["d"][link])
         y = router["input_bytes"][link] / elapsed  # bytes/s
         queue = jnp.minimum(router["queue"][link], waiting) * mean_arrival_bytes(router, link, params.packet_bytes)
         phi = params.alpha * d * (capacity_Bps - y) - params.beta * queue  # eq. (1), bytes
@@ -201,8 +201,7 @@ class XCP(WindowSender, FieldSettings):
         per_interval = d / elapsed  # the sums of the last interval, per control interval
 
         def share(amount, total):
-            total = total * per_interval * d
-            return jnp.where(total > 0, amount / jnp.where(total > 0, total, 1.0), 0.0)
+            return ratio_or(amount, total * per_interval * d, 0.0)
 
         # (for XCP every data packet is its own: the "own" sums are the sums over all)
         at = {"xi_p": share(jnp.maximum(phi, 0.0), router["per_window"][link]),
