@@ -71,6 +71,7 @@ from fluidcc import plotting, reproduce
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import VCP
+from fluidcc.packet.exact_protocols.vcp import LOW_LOAD, MAX_AI_PACKETS, mi_gain
 from fluidcc.packet.workloads import FlowTable
 from fluidcc.units import mbps_to_pps
 
@@ -89,10 +90,10 @@ LINK_DELAY_S = 0.01                   # each direction of a bottleneck: a quarte
 
 PROTOCOL = VCP()
 T_RHO, BETA, GAMMA, KAPPA = PROTOCOL.t_rho_s, PROTOCOL.beta, PROTOCOL.gamma, PROTOCOL.kappa
-MI_FACTOR = 1.0 + KAPPA * (1.0 - 0.8) / 0.8  # 1 + xi(80 %) = 1.0625 per t_rho (eqs. (5)-(6))
+MI_FACTOR = 1.0 + mi_gain(KAPPA, LOW_LOAD)   # 1 + xi(80 %) = 1.0625 per t_rho (eqs. (5)-(6))
 AI_SLOPE = PROTOCOL.alpha / T_RHO ** 2       # packets/s per second a flow's rate gains in AI (eq. (8))
-MAX_AI_PACKETS = 2.0                         # the VCP docstring's bound on alpha_i (max_ai_packets)
-MI_END = 0.8 * GAMMA                         # MI ends where the rate reaches 0.8 gamma C (the code turns high)
+MI_END = LOW_LOAD * GAMMA                    # MI ends where the rate reaches 0.8 gamma C (the code turns high)
+# (MAX_AI_PACKETS: the bound on alpha_i, 2 packets per RTT, derived in the VCP module)
 
 
 def capacity_pps(paper_mbps: float) -> float:

@@ -87,6 +87,11 @@ HEADER = ("load",)
 LOAD = 0
 #: The load factor transition point of Fig. 2: low load below, high load from it to 100 %.
 LOW_LOAD = 0.8
+#: The bounds on the scaled gains a sender uses when none is set (module docstring): the MI gain
+#: one round from the transition point may not carry a link past full, 1 / 0.8 - 1; the AI step,
+#: the 2 packets per flow of the paper's buffer sizing, in packets per RTT.
+MAX_MI_GAIN = 1.0 / LOW_LOAD - 1.0
+MAX_AI_PACKETS = 2.0
 #: The 2-bit codes of Fig. 2.
 LOW, HIGH, OVERLOAD = 1.0, 2.0, 3.0
 CODE_BITS = (2, 8)
@@ -197,8 +202,8 @@ class VCP(WindowSender, FieldSettings):
         return VCPParams(kappa=scalar(self.kappa), alpha=scalar(self.alpha), beta=scalar(self.beta),
                          gamma=scalar(self.gamma), kappa_q=scalar(self.kappa_q), t_rho=scalar(self.t_rho_s),
                          t_q=scalar(self.t_q_s),
-                         max_mi_gain=scalar(1.0 / LOW_LOAD - 1.0 if self.max_mi_gain is None else self.max_mi_gain),
-                         max_ai_packets=scalar(2.0 if self.max_ai_packets is None else self.max_ai_packets),
+                         max_mi_gain=scalar(MAX_MI_GAIN if self.max_mi_gain is None else self.max_mi_gain),
+                         max_ai_packets=scalar(MAX_AI_PACKETS if self.max_ai_packets is None else self.max_ai_packets),
                          weight=jnp.asarray(_flow_weights(network, plan, tables)),
                          packet_bytes=scalar(plan.data_bytes), initial_window=scalar(math.floor(self.initial_window)),
                          **shared_params(plan, self.min_rto_s))
@@ -313,5 +318,5 @@ class VCP(WindowSender, FieldSettings):
         return jnp.full((syn.shape[0], 1), first)
 
 
-__all__ = ["CODE_BITS", "HEADER", "LOAD_STEP", "LOW_LOAD", "VCP", "VCPParams", "load_code", "mi_gain",
+__all__ = ["CODE_BITS", "HEADER", "LOAD_STEP", "LOW_LOAD", "MAX_AI_PACKETS", "MAX_MI_GAIN", "VCP", "VCPParams", "load_code", "mi_gain",
            "scaled_ai_gain", "scaled_mi_gain"]
