@@ -47,6 +47,7 @@ message (`STATUS`), and its counts up to then.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -1288,10 +1289,11 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         time = jnp.where(more, reach, jnp.where(is_ack, on_grid(reach + v.access[f]), jnp.where(parked, jnp.inf, reach)))
         return hop, reach, in_time, place, time
 
-    def link_stage(c, l, t1, v):
+    def link_stage(c, l, t1, v, is_fifo):
         """Link l takes its arrivals of the step in the order (time, flow, kind, seq), and fires its
         router's timers at their instants; chunk by chunk (`chunk`), a chunk one event at a time
-        (`_link_round`) or, on a link of `fifo_links`, in one vectorized pass (`_link_round_fifo`)."""
+        (`_link_round`) or, on a link of `fifo_links` (is_fifo, static), in one vectorized pass
+        (`_link_round_fifo`). l may be traced: one compiled stage serves every link."""
         def more_work(c):
             pool = c.pool
             return (jnp.any((pool.place == l) & (pool.time < t1))
@@ -1311,7 +1313,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             # A packet is taken once in a round and nothing else writes its slot before its turn.
             # (past their number: rows of zeros, never used: the loop takes its first n)
             packets = PacketPool(whole=take(pool.whole, idx_s), real=take(pool.real, idx_s))
-            if fifo[l]:
+            if is_fifo:
                 return _scoped("link_round", _link_round_fifo)(c, l, idx_s, n, v, packets)
             return _link_round(c, l, theta, idx_s, n, v, packets)
 
@@ -1577,13 +1579,22 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                                            link_passes=work.link_passes + passes,
                                            link_one_by_one=work.link_one_by_one + n_hard))
 
+    # the links in `plan.link_order`, each stretch of links of one kind (`fifo_links`) in a loop
+    # over its links: one compiled stage per kind, not per link, so that a program's size (and the
+    # time to compile it) does not grow with the network
+    stretches = [(tuple(group), is_fifo) for is_fifo, group in itertools.groupby(plan.link_order, lambda l: fifo[l])]
+
     def step(loop):
         c, k = loop
         t1 = jnp.minimum((k + 1).astype(jnp.float64) * step_s, end_s)
         c, v = lanes_update(c, t1)
         c = senders(c, t1, v)
-        for l in plan.link_order:
-            c = link_stage(c, l, t1, v)
+        for links_, is_fifo in stretches:
+            if len(links_) == 1:
+                c = link_stage(c, links_[0], t1, v, is_fifo)
+            else:
+                at = jnp.asarray(links_, jnp.int32)
+                c = jax.lax.fori_loop(0, len(links_), lambda k, c: link_stage(c, at[k], t1, v, is_fifo), c)
         return c.replace(work=c.work.replace(steps=c.work.steps + 1)), k + 1
 
     # the step is an argument, not a shape: one compilation serves every step; a run whose status
