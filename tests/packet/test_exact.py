@@ -126,6 +126,32 @@ def test_per_flow_series_add_up_to_each_flows_deliveries_and_change_nothing(prot
         simulate_exact(network, proto, tables[0], duration_s=0.1, flow_series="yes")
 
 
+def test_runs_that_differ_in_length_and_sample_grid_share_one_program(monkeypatch):
+    """The run's end, sample spacing and number of samples are arguments of the compiled program:
+    runs of one network that differ only in them compile once (samples rounded up to three
+    significant bits: 15 and 16 share), and the shorter run's samples are the longer one's first."""
+    from fluidcc.packet import _run_exact
+    from fluidcc.packet.exact import sample_places
+
+    assert [sample_places(n) for n in (1, 7, 8, 9, 15, 16, 17, 1000)] == [1, 7, 8, 10, 16, 16, 20, 1024]
+    monkeypatch.setattr(_run_exact, "_CACHE", {})
+    network, table = dumbbell(2), FlowTable(np.array([0.0, 0.05]), np.full(2, np.inf), route=np.arange(2))
+    runs = {}
+    for duration in (0.5, 0.46875):  # 16 and 15 samples of 1/32 s (binary fractions: edges exact)
+        runs[duration] = simulate_exact(network, TCP(), table, duration_s=duration, sample_s=1 / 32, pool_size=POOL,
+                                        flow_series=True)
+        assert len(_run_exact._CACHE) == 1
+    long, short = runs[0.5], runs[0.46875]
+    assert long.sizes["sample"] == 16 and short.sizes["sample"] == 15
+    for name in ("accepted", "drops", "served", "delivered_series"):
+        np.testing.assert_array_equal(short[name].values, long[name].values[:, :15], err_msg=name)
+    np.testing.assert_allclose(short.queue.values, long.queue.values[:, :15], rtol=1e-12)
+    assert short.delivered.values.sum() < long.delivered.values.sum()
+    for duration in (0.25, 0.5):  # the default spacing: duration / 1000, so always 1000 samples
+        simulate_exact(network, TCP(), table, duration_s=duration, pool_size=POOL)
+        assert len(_run_exact._CACHE) == 2
+
+
 def test_a_run_is_the_same_alone_and_batched_beside_another():
     """Instants that sit on whole packet times (1000 packets/s) are reached by sums that XLA may
     round differently in a batch than in one run; on the engine's time grid they are one value,

@@ -19,7 +19,9 @@ import xarray as xr
 from .._version import stamp
 from ..errors import ParameterError
 from ..network import Network
-from .exact import STATUS, Flows, Plan, check_step, lanes_for, pool_size_for, receiver_runs_for, simulate_events
+from . import exact
+from .exact import (STATUS, Flows, Plan, check_step, lanes_for, pool_size_for, receiver_runs_for, sample_count,
+                    sample_places, simulate_events)
 from .workloads import FlowTable
 
 
@@ -164,17 +166,22 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     arrays = Flows(start=jnp.asarray(start), stop=jnp.asarray(stop), size=jnp.asarray(size))
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
 
+    # the run's length and sample grid are arguments of the compiled program, not constants in it:
+    # runs of one network of other lengths share a program (what it needs of them: `fifo_links`
+    # at the end, and the places of its time series)
+    samples = sample_count(duration, sample)
+    timing = (jnp.asarray(step), jnp.asarray(duration), jnp.asarray(sample), jnp.asarray(samples, jnp.int32))
+    shape = (exact.fifo_links(protocol, plan, duration), sample_places(samples))
     began = time.perf_counter()
     attempts = 0
     while True:
         attempts += 1
         if mode == "vmap" or seeds.size == 1:
-            run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs), lane_count, seeds.size,
-                            flow_series)
-            out = jax.device_get(run(keys, arrays, params, jnp.asarray(step)))
+            run = _compiled(protocol, plan, shape, pool, int(receiver_runs), lane_count, seeds.size, flow_series)
+            out = jax.device_get(run(keys, arrays, params, timing))
         else:
-            run = _compiled(protocol, plan, duration, sample, pool, int(receiver_runs), lane_count, 1, flow_series)
-            out = _each_run(run, keys, arrays, params, jnp.asarray(step))
+            run = _compiled(protocol, plan, shape, pool, int(receiver_runs), lane_count, 1, flow_series)
+            out = _each_run(run, keys, arrays, params, timing)
         # default stores grow (x4) until no run fills them; the runs again, from the start
         status = np.asarray(out["status"])
         if grow_pool and np.any(status == 1) and pool < MAX_POOL_SIZE:
@@ -188,8 +195,8 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
         else:
             break
     wall = time.perf_counter() - began
-    dataset = _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool,
-                       int(receiver_runs), out, wall)
+    dataset = _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, samples,
+                       pool, int(receiver_runs), out, wall)
     dataset.attrs["lanes"] = lane_count
     dataset.attrs["batch"] = mode
     dataset.attrs["attempts"] = attempts
@@ -202,12 +209,12 @@ _CACHE: dict = {}
 BATCH_MODES = ("auto", "vmap", "threads")
 
 
-def _each_run(run, keys, arrays, params, step) -> dict:
+def _each_run(run, keys, arrays, params, timing) -> dict:
     """The compiled one-run program `run` on each run of the call, as many at once as the machine
     has cores (JAX releases the GIL while it computes); outputs stacked over the runs."""
     def one(k: int):
         take = lambda tree: jax.tree_util.tree_map(lambda a: a[k:k + 1], tree)  # noqa: E731
-        return jax.device_get(run(take(keys), take(arrays), params, step))
+        return jax.device_get(run(take(keys), take(arrays), params, timing))
 
     workers = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
                          int(keys.shape[0])))
@@ -228,27 +235,32 @@ def _forward_filled(values: np.ndarray) -> np.ndarray:
     return np.take_along_axis(values, index, axis=1)
 
 
-def _compiled(protocol, plan: Plan, duration: float, sample: float, pool: int, receiver_runs: int, lanes: int,
-              runs: int, flow_series: bool = False):
+def _compiled(protocol, plan: Plan, shape: tuple, pool: int, receiver_runs: int, lanes: int, runs: int,
+              flow_series: bool = False):
     """The jitted run for this protocol and plan, vmapped over the runs (kept, so that JAX reuses its
-    compilation for every call of the same shapes; the step and the parameters are arguments).
+    compilation for every call of the same shapes; the parameters and the timing -- step, end,
+    sample spacing and samples -- are arguments). shape: (`fifo_links` at the run's end, the
+    places of the time series, `sample_places`).
     One run is not vmapped: a vmapped loop whose condition differs between runs selects its whole
     state (the packet pool, the receivers' store) between old and new at every iteration, which
     costs one run as much as a batch of them."""
-    key = (*compile_key(protocol, plan), duration, sample, pool, receiver_runs, lanes, runs == 1, flow_series)
+    fifo, room = shape
+    key = (*compile_key(protocol, plan), fifo, room, pool, receiver_runs, lanes, runs == 1, flow_series)
     if key not in _CACHE:
         if len(_CACHE) >= 32:
             _CACHE.pop(next(iter(_CACHE)))
 
-        def one(seed_key, flows_k, params, step, batch_axis=None):
-            return simulate_events(protocol, plan, flows_k, params, seed_key, step, end_s=duration, sample_s=sample,
-                                   pool_size=pool, receiver_runs=receiver_runs, lanes=lanes, batch_axis=batch_axis,
+        def one(seed_key, flows_k, params, timing, batch_axis=None):
+            step, end, sample, samples = timing
+            return simulate_events(protocol, plan, flows_k, params, seed_key, step, end_s=end, sample_s=sample,
+                                   samples=samples, sample_room=room, fifo=fifo, pool_size=pool,
+                                   receiver_runs=receiver_runs, lanes=lanes, batch_axis=batch_axis,
                                    flow_series=flow_series)
 
         if runs == 1:
-            def single(seed_keys, flows, params, step):
+            def single(seed_keys, flows, params, timing):
                 take = lambda tree: jax.tree_util.tree_map(lambda a: a[0], tree)  # noqa: E731
-                out = one(take(seed_keys), take(flows), params, step)
+                out = one(take(seed_keys), take(flows), params, timing)
                 return jax.tree_util.tree_map(lambda a: a[None], out)
             _CACHE[key] = jax.jit(single)
         else:
@@ -264,13 +276,13 @@ def _message(status: int, short: int) -> str:
     return STATUS[status]
 
 
-def _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, pool, receiver_runs,
-             out, wall) -> xr.Dataset:
+def _dataset(network, protocol, tables, plan, seeds, start, size, route, duration, step, sample, samples, pool,
+             receiver_runs, out, wall) -> xr.Dataset:
     per = ("run", "flow")
     padding = route < 0
     size = np.where(padding, np.nan, size)
     start = np.where(padding, np.nan, start)
-    bins = {k: np.asarray(v)[:, :-1] for k, v in out["bins"].items()}  # the overflow bin dropped
+    bins = {k: np.asarray(v)[:, :samples] for k, v in out["bins"].items()}  # the empty places and overflow dropped
     n_bins = bins["arrived"].shape[1]
     edges = np.minimum(np.arange(n_bins + 1) * sample, duration)
 
@@ -341,7 +353,7 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
                     {}),
     }
     if np.asarray(out["flow_delivered"]).shape[-1] > 0:
-        data["delivered_series"] = (("run", "sample", "flow"), np.asarray(out["flow_delivered"])[:, :-1, :],
+        data["delivered_series"] = (("run", "sample", "flow"), np.asarray(out["flow_delivered"])[:, :samples, :],
                                     {"units": "packets", "long_name": "data packets that reached the flow's receiver "
                                      "in each sample (duplicates included)"})
     for name, value in out["protocol"].items():
@@ -349,7 +361,7 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
     for name, value in protocol.observe(out["router"], None).items():
         data[name] = (("run", "link"), np.asarray(value), {"source": "router", "long_name": "at the end of the run"})
     for name, value in out["observed"].items():
-        data[f"{name}_series"] = (("run", "sample", "link"), _forward_filled(np.asarray(value)[:, :-1]),
+        data[f"{name}_series"] = (("run", "sample", "link"), _forward_filled(np.asarray(value)[:, :samples]),
                                   {"source": "router", "long_name": f"{name} after the last router update up to "
                                    "the end of each sample (NaN: no update yet)"})
     coords = {"seed": ("run", seeds), "flow": np.arange(start.shape[1]), "link": network.link_names,

@@ -42,6 +42,12 @@ reach the first link after the flow's access delay.
 
 Failures are data: a run whose packet pool or iteration budget ran out has a status and a
 message (`STATUS`), and its counts up to then.
+
+**Compilation.** A run is one compiled program per protocol, network (`Plan`) and store sizes.
+The step, the run's length and its sample spacing are arguments of it, so runs of one network
+that differ only in those share the program (`simulate_events`). The links of one kind (a
+stretch of `Plan.link_order` with or without the vectorized pass) share one compiled stage, a
+loop over them, so a program does not grow with the number of links.
 """
 
 from __future__ import annotations
@@ -863,11 +869,31 @@ def lanes_for(starts: np.ndarray, rtt_s: float, n_flows: int) -> int:
     return int(min(n_flows, max(64, 1 << int(math.ceil(math.log2(2 * most))))))
 
 
-def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, key, step_s, *, end_s: float,
-                    sample_s: float, pool_size: int, receiver_runs: int | None = None, lanes: int | None = None,
-                    batch_axis: str | None = None, flow_series: bool = False):
-    """One run (jit and vmap it for batches; `step_s` may be traced). Returns a dict of JAX arrays.
+def sample_count(end_s: float, sample_s: float) -> int:
+    """The samples of a run of `end_s` seconds at spacing `sample_s` (the last one may be shorter)."""
+    return int(math.ceil(end_s / sample_s - 1e-12))
+
+
+def sample_places(samples: int) -> int:
+    """The places a compiled run keeps for `samples` samples: `samples` rounded up to three
+    significant bits (at most 25 % more), so that runs of other lengths share one program."""
+    grain = 1 << max(0, samples.bit_length() - 3)
+    return -(-samples // grain) * grain
+
+
+def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, key, step_s, *, end_s,
+                    sample_s, pool_size: int, receiver_runs: int | None = None, lanes: int | None = None,
+                    batch_axis: str | None = None, flow_series: bool = False, samples=None,
+                    sample_room: int | None = None, fifo: tuple[bool, ...] | None = None):
+    """One run (jit and vmap it for batches). Returns a dict of JAX arrays.
     receiver_runs: places for out-of-order runs, shared by the receivers (default: `receiver_runs_for`).
+
+    **What may be traced.** `step_s`, `end_s`, `sample_s` and `samples` (the run's samples,
+    `sample_count`) may be traced, so that one compilation serves runs of any step, length and
+    sample spacing; the program then needs what they would otherwise give: `sample_room` (a
+    whole number >= samples: the places of the time series, whose places past `samples` stay
+    empty) and `fifo` (`fifo_links` at the run's end). Left None, both (and `samples`) follow from
+    `end_s` and `sample_s`, which must then be numbers.
 
     **Lanes.** The senders, receivers and counters work over `lanes` lanes (default: one per flow),
     not over the flows of the run, so that a step costs what its active flows and packets cost,
@@ -892,8 +918,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     F = N if lanes is None else int(lanes)
     L, K, P, R = plan.n_links, protocol.header_size, pool_size, plan.ring
     S = min(P, CHUNK)
-    n_bins = int(math.ceil(end_s / sample_s - 1e-12))
-    fifo = fifo_links(protocol, plan, end_s)
+    samples = sample_count(end_s, sample_s) if samples is None else samples
+    n_bins = sample_count(end_s, sample_s) if sample_room is None else int(sample_room)
+    fifo = fifo_links(protocol, plan, end_s) if fifo is None else tuple(fifo)
 
     def padded(a, fill):
         """Per-flow plan array `a` with one more row (index N: no flow) filled with `fill`."""
@@ -936,7 +963,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
 
     def bin_of(t):
         """The sample an instant falls in; at or after the end: an overflow bin (dropped)."""
-        return jnp.where(t < end_s, jnp.clip(jnp.floor(t / sample_s).astype(jnp.int32), 0, n_bins - 1), n_bins)
+        return jnp.where(t < end_s, jnp.clip(jnp.floor(t / sample_s).astype(jnp.int32), 0, samples - 1), n_bins)
 
     # ------------------------------------------------------------------ state
     pool = PacketPool.of(time=jnp.full(P, jnp.inf), place=FREE, flow=0, hop=0, kind=0, seq=0, sent=0.0,
