@@ -918,8 +918,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     F = N if lanes is None else int(lanes)
     L, K, P, R = plan.n_links, protocol.header_size, pool_size, plan.ring
     S = min(P, CHUNK)
-    samples = sample_count(end_s, sample_s) if samples is None else samples
-    n_bins = sample_count(end_s, sample_s) if sample_room is None else int(sample_room)
+    if samples is None:
+        samples = sample_count(end_s, sample_s)
+    n_bins = samples if sample_room is None else int(sample_room)
     fifo = fifo_links(protocol, plan, end_s) if fifo is None else tuple(fifo)
 
     def padded(a, fill):
@@ -1621,7 +1622,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                 c = link_stage(c, links_[0], t1, v, is_fifo)
             else:
                 at = jnp.asarray(links_, jnp.int32)
-                c = jax.lax.fori_loop(0, len(links_), lambda k, c: link_stage(c, at[k], t1, v, is_fifo), c)
+                c = jax.lax.fori_loop(0, len(links_), lambda j, c: link_stage(c, at[j], t1, v, is_fifo), c)
         return c.replace(work=c.work.replace(steps=c.work.steps + 1)), k + 1
 
     # the step is an argument, not a shape: one compilation serves every step; a run whose status
