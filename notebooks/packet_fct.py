@@ -123,9 +123,9 @@ def afct_at_load(load: float) -> dict:
     print(f"rho = {load}: {len(flows)} flows in {ARRIVALS_S:g} s; the sample offers {sample_load:.3f}")
     found = {"flows": len(flows), "sample_load": sample_load, "capacity_pps": CAPACITY}
     columns, longest = {}, {}
+    row = list(ARRIVALS).index(load)  # this load's run in each batch
     for name, runs in RUNS.items():
-        # this load's run, the padding left out
-        result = runs.isel(run=[list(ARRIVALS).index(load)], flow=slice(0, len(flows)))
+        result = runs.isel(run=[row], flow=slice(0, len(flows)))  # the padding left out
         assert result.status.values[0] == 0, str(result.message.values[0])
         fct = result.fct.values[0]
         finished = np.isfinite(fct)
