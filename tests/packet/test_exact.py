@@ -102,7 +102,8 @@ def test_per_flow_series_add_up_to_each_flows_deliveries_and_change_nothing(prot
     links take rounds in one pass (TCP) or event by event (XCP's routers), with lanes reused by
     later flows (short flows on fewer lanes than flows) and in a vmapped batch (TCP); its samples up
     to 0.25 s add up to what a run that ends at 0.25 s delivered; the counts, FCTs and queues are
-    the same as without it."""
+    the same as without it (the vmapped batch's, as those of the runs one at a time without it:
+    one program fewer to compile, and the batch changes nothing either)."""
     network = dumbbell(1, buffer=60)
     proto = TCP(initial_window=4) if protocol == "tcp" else XCP()
     tables = [PoissonArrivals.for_load(0.4, Pareto(8.0, 1.2), C, duration_s=0.3, seed=seed).table() for seed in (3, 4)]
@@ -119,9 +120,10 @@ def test_per_flow_series_add_up_to_each_flows_deliveries_and_change_nothing(prot
                                    pool_size=4 * POOL, lanes=300, batch=batch)
             np.testing.assert_array_equal(series.values[:, :10].sum(axis=1), early.delivered.values)
             assert early.delivered.values.sum() > 0
-        off = simulate_exact(network, proto, tables, seeds=[0, 1], duration_s=0.5, sample_s=0.025, pool_size=4 * POOL,
-                             lanes=300, batch=batch)
-        assert "delivered_series" not in off
+        if batch == "threads":
+            off = simulate_exact(network, proto, tables, seeds=[0, 1], duration_s=0.5, sample_s=0.025,
+                                 pool_size=4 * POOL, lanes=300, batch=batch)
+            assert "delivered_series" not in off
         _same({"on": on, "off": off})
     with pytest.raises(ParameterError, match="flow_series"):
         simulate_exact(network, proto, tables[0], duration_s=0.1, flow_series="yes")
