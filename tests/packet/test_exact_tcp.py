@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import types
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +17,7 @@ from fluidcc.errors import ParameterError
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import _run_exact, simulate_exact
 from fluidcc.packet.exact import ACK, Ack, Flows, Receivers, _receive_one
-from fluidcc.packet.exact_protocols import TCP
+from fluidcc.packet.exact_protocols import TCP, XCP
 from fluidcc.packet.exact_protocols.tcp import LOSS, OPEN, RECOVERY, TCPParams
 from fluidcc.packet.workloads import FlowTable
 
@@ -26,7 +27,8 @@ SEGMENT = 1000.0
 def _params() -> TCPParams:
     return TCPParams(segment=jnp.asarray(SEGMENT), initial_window=jnp.asarray(2 * SEGMENT), min_rto=jnp.asarray(0.2),
                      max_rto=jnp.asarray(60.0), initial_rto=jnp.asarray(1.0), syn_timeout=jnp.asarray(3.0),
-                     granularity=jnp.asarray(0.001), receive_window=jnp.asarray(1e18))
+                     granularity=jnp.asarray(0.001), receive_window=jnp.asarray(1e18),
+                     limited_transmit=jnp.asarray(True), handshake_ack=jnp.asarray(True))
 
 
 def test_every_expiry_lowers_ssthresh_and_only_entering_loss_is_a_timeout():
@@ -195,16 +197,19 @@ def test_the_shared_store_of_runs_is_each_receiver_s_set_of_packets(arrivals, br
         assert int(rx.peak) == runs_peak
 
 
-def test_the_sender_answers_the_syn_ack_with_a_pure_ack_before_its_data():
+def test_the_sender_answers_the_syn_ack_with_a_pure_ack_before_its_data(monkeypatch):
     """ns-3.37's ProcessSynSent answers the SYN-ACK with a pure ACK, then sends data at the same
     instant. One flow of one packet on an idle 1 000-packet/s link (its interface as fast): the
     handshake ACK (40 bytes) goes ahead of the data on the data route, so the data reaches the
     receiver 40 / 1 000 000 s later than without it, and the link carries one packet more. The ACK
-    ends at the receiver: nothing answers it, and the packets sent are all accounted for."""
+    ends at the receiver: nothing answers it, and the packets sent are all accounted for. (The
+    setting is an argument of the compiled program: both runs use one compilation.)"""
+    monkeypatch.setattr(_run_exact, "_CACHE", {})
     network = Network((Link("l", 1000.0, 0.01),), (Flow("f", ("l",)),))
     flows = FlowTable(np.array([0.0]), np.array([1.0]))
     runs = {answer: simulate_exact(network, TCP(handshake_ack=answer), flows, duration_s=1.0).isel(run=0)
             for answer in (True, False)}
+    assert len(_run_exact._CACHE) == 1
     with_ack, without = runs[True], runs[False]
     assert int(with_ack.status) == 0 and int(without.status) == 0
     assert float(with_ack.fct[0] - without.fct[0]) == pytest.approx(40.0 / (1000.0 * 1000.0), abs=1e-9)
@@ -234,6 +239,18 @@ def test_a_handshake_ack_that_meets_a_full_queue_is_dropped_and_counted_as_contr
         np.testing.assert_array_equal(run[name], runs[False][name])
     np.testing.assert_array_equal(run.packets_sent, run.dropped + run.control_dropped + run.acks_received
                                   + run.handshake_acks + run.held)
+
+
+def test_tcps_of_other_settings_share_a_compiled_program_and_other_protocols_do_not():
+    """Every TCP setting reaches the program as an argument (`params`) or through the plan (the
+    ACK size), so the cache key of the compiled run does not hold them; XCP's settings build its
+    program (its variant, the window rounding), so they stay in its key."""
+    plan = types.SimpleNamespace()  # compile_key hashes the plan's fields: none here, the same plan
+    plain = _run_exact.compile_key(TCP(), plan)
+    for other in (TCP(initial_window=4), TCP(min_rto_s=0.3, syn_timeout_s=1.0), TCP(receive_window=64),
+                  TCP(limited_transmit=False, handshake_ack=False), TCP(mss_bytes=948)):
+        assert _run_exact.compile_key(other, plan) == plain, other
+    assert _run_exact.compile_key(XCP(), plan) != _run_exact.compile_key(XCP(window_rounding=False), plan)
 
 
 @pytest.mark.parametrize("bad", [1, "yes", None])

@@ -60,15 +60,17 @@ def _shared_routes(route: np.ndarray) -> np.ndarray:
 
 
 def compile_key(protocol, static) -> tuple:
-    """What a compiled simulation depends on besides shapes: the protocol's class and settings and
-    every field of `static` (a frozen dataclass of NumPy arrays and numbers: the run's `Plan`)."""
+    """What a compiled simulation depends on besides shapes: the protocol's class and the settings
+    its program is built from (`compiled_settings`; the others are arguments) and every field of
+    `static` (a frozen dataclass of NumPy arrays and numbers: the run's `Plan`)."""
     digest = hashlib.sha256()
     for name in sorted(vars(static)):
         value = getattr(static, name)
         digest.update(name.encode() + (np.ascontiguousarray(value).tobytes() if isinstance(value, np.ndarray)
                                        else repr(value).encode()))
     return (type(protocol).__module__, type(protocol).__qualname__,
-            json.dumps(getattr(protocol, "settings", lambda: {})(), sort_keys=True), digest.hexdigest())
+            json.dumps(protocol.compiled_settings() if hasattr(protocol, "compiled_settings")
+                       else getattr(protocol, "settings", lambda: {})(), sort_keys=True), digest.hexdigest())
 
 
 def _check_positive(name: str, value, allowed: str) -> float:

@@ -360,6 +360,12 @@ class ExactProtocol:
     def params(self, network: Network, plan: Plan, tables) -> Any:
         return ()
 
+    def compiled_settings(self) -> dict:
+        """The settings the compiled program is built from (part of its cache key): by default all
+        of them (`settings()`). A protocol whose settings all reach its code as `params` (arguments
+        of the program) returns fewer, so that runs of other settings share one compilation."""
+        return getattr(self, "settings", lambda: {})()
+
     def init(self, params, flows, key) -> Any:
         raise NotImplementedError
 

@@ -84,6 +84,8 @@ class TCPParams(NamedTuple):
     syn_timeout: jax.Array
     granularity: jax.Array
     receive_window: jax.Array  # segments
+    limited_transmit: jax.Array  # bool
+    handshake_ack: jax.Array  # bool
 
 
 def _positive(name, value, allowed, least=0.0):
@@ -140,7 +142,13 @@ class TCP(ExactProtocol, FieldSettings):
                          min_rto=jnp.asarray(float(self.min_rto_s)), max_rto=jnp.asarray(60.0),
                          initial_rto=jnp.asarray(max(1.0, float(self.min_rto_s))),
                          syn_timeout=jnp.asarray(float(self.syn_timeout_s)), granularity=jnp.asarray(0.001),
-                         receive_window=jnp.asarray(float(min(self.receive_window, _UNLIMITED))))
+                         receive_window=jnp.asarray(float(min(self.receive_window, _UNLIMITED))),
+                         limited_transmit=jnp.asarray(self.limited_transmit), handshake_ack=jnp.asarray(self.handshake_ack))
+
+    def compiled_settings(self) -> dict:
+        """Empty: every setting is in `params` (the two true-or-false ones as arrays), or in the
+        plan (`ack_bytes`), so TCPs of other settings share a compiled program."""
+        return {}
 
     def init(self, params: TCPParams, flows, key):
         n = flows.start.shape[0]
@@ -240,7 +248,7 @@ class TCP(ExactProtocol, FieldSettings):
         counted = dup & (state != LOSS)
         dupacks = jnp.where(counted & (state != RECOVERY), dupacks + 1, dupacks)
         state = jnp.where(counted & (state == OPEN), DISORDER, state)
-        mark = counted & ((state == RECOVERY) | ((state == DISORDER) & (dupacks < 3) & self.limited_transmit))
+        mark = counted & ((state == RECOVERY) | ((state == DISORDER) & (dupacks < 3) & params.limited_transmit))
         enter = counted & (state == DISORDER) & (dupacks == 3) & ((snd_una >= recover) | ~s["recover_active"])
         sacked = jnp.where(mark | enter, jnp.minimum(sacked + 1, jnp.maximum(outstanding - 1, 0)), sacked)
         # entering recovery: the head is lost; ssthresh from what is in flight then
@@ -292,7 +300,7 @@ class TCP(ExactProtocol, FieldSettings):
         timer = jnp.where(restart, jnp.where(left, on_grid(now + rto), jnp.inf), s["timer"])
         timer = jnp.where(opened, jnp.inf, timer)
         return {**s, "phase": jnp.where(opened, 2, phase), "syn_at": jnp.where(opened, jnp.inf, s["syn_at"]),
-                "ack_due": s["ack_due"] | (opened & self.handshake_ack),
+                "ack_due": s["ack_due"] | (opened & params.handshake_ack),
                 "snd_una": snd_una, "snd_nxt": snd_nxt, "recover": recover, "recover_active": recover_active,
                 "cwnd": cwnd, "ssthresh": ssthresh, "state": state, "dupacks": dupacks, "sacked": sacked,
                 "head_lost": head_lost, "rtx": rtx, "rtx_seq": rtx_seq, "first_partial": first_partial,
