@@ -74,7 +74,7 @@ def test_the_default_lanes_give_the_same_run_and_grow_when_short(monkeypatch):
     # one lane fewer than the most a run used: one doubling is enough (each lane count is a program
     # to compile; the test above compiled this one for the first table)
     peak = int(full.lanes_peak.max())
-    monkeypatch.setattr(_run_exact, "lanes_for", lambda starts, rtt, width: peak - 1)
+    monkeypatch.setattr(_run_exact, "lanes_for", lambda starts, rtt, width, end: peak - 1)
     grown = simulate_exact(network, tcp, tables, duration_s=3.0, seeds=[0, 1])
     assert grown.attrs["attempts"] == 2 and grown.attrs["lanes"] == 2 * (peak - 1)
     assert (grown.status == 0).all()
@@ -94,6 +94,18 @@ def test_explicit_rate_flows_and_open_loop_sources_do_not_depend_on_the_lanes(co
         assert int(few.status[0]) == 0, protocol.name
         assert_same_run(full, few)
         conserved(few)
+
+
+def test_the_default_lanes_leave_out_flows_that_start_at_or_after_the_end():
+    """Flows that start at or after the run's end (a batch's padding, a table longer than the run)
+    never take a lane, so they do not count in the guess: 500 of them at 10^9 s would otherwise
+    make one busy window of 500 starts, and a lane per flow."""
+    from fluidcc.packet.exact import lanes_for
+
+    starts = np.concatenate([np.arange(10.0), np.full(500, 1e9), np.full(40, 20.0), np.full(3, np.inf)])[None]
+    assert lanes_for(starts, 0.1, starts.size, 20.0) == 64  # the least: ten starts a second apart
+    assert lanes_for(starts, 0.1, starts.size, 20.5) == 128  # the 40 at 20 s start within the run
+    assert lanes_for(starts, 0.1, starts.size) == starts.size  # without the end: 500 in one window
 
 
 def test_long_lived_flows_keep_their_lanes_to_the_end():

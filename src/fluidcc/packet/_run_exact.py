@@ -161,7 +161,7 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
         raise ParameterError("batch", batch, f"one of {', '.join(BATCH_MODES)}")
     mode = ("threads" if jax.default_backend() == "cpu" else "vmap") if batch == "auto" else batch
     grow_lanes = lanes is None
-    lane_count = (lanes_for(start, float(np.max(network.rtt_s)), width) if grow_lanes
+    lane_count = (lanes_for(start, float(np.max(network.rtt_s)), width, duration) if grow_lanes
                   else int(min(lanes, width)))
     pool = pool_size_for(plan, lane_count) if grow_pool else int(pool_size)
     params = protocol.params(network, plan, tables)

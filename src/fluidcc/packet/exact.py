@@ -857,9 +857,10 @@ def _where_lanes(mask, new, old):
     return jax.tree_util.tree_map(pick, new, old)
 
 
-def lanes_for(starts: np.ndarray, rtt_s: float, n_flows: int) -> int:
-    """The default number of lanes of a run whose flows start at `starts` (s, one row per run; inf:
-    padding): the most flows that start within any window of 6 round trips (the largest), doubled and
+def lanes_for(starts: np.ndarray, rtt_s: float, n_flows: int, end_s: float = math.inf) -> int:
+    """The default number of lanes of a run of `end_s` seconds whose flows start at `starts` (s, one
+    row per run; inf, or at or after the end: padding, flows that never start and take no lane):
+    the most flows that start within any window of 6 round trips (the largest), doubled and
     rounded up to a power of two (at least 64), and at most the flows of the widest run. A flow
     holds its lane from its start until nothing of it is left (its last ACK, its last timer), so
     this is a guess at how many overlap, not a bound; a run that needs more has status 5 and
@@ -869,7 +870,7 @@ def lanes_for(starts: np.ndarray, rtt_s: float, n_flows: int) -> int:
     window = 6.0 * float(rtt_s)
     most = 1
     for row in np.atleast_2d(starts):
-        t = np.sort(row[np.isfinite(row)])
+        t = np.sort(row[np.isfinite(row) & (row < end_s)])
         if t.size:
             most = max(most, int(np.max(np.searchsorted(t, t + window, side="left") - np.arange(t.size))))
     return int(min(n_flows, max(64, 1 << int(math.ceil(math.log2(2 * most))))))
