@@ -241,10 +241,22 @@ def test_a_handshake_ack_that_meets_a_full_queue_is_dropped_and_counted_as_contr
                                   + run.handshake_acks + run.held)
 
 
-def test_tcps_of_other_settings_share_a_compiled_program_and_other_protocols_do_not():
+def test_tcps_of_other_settings_share_a_compiled_program_and_other_protocols_do_not(monkeypatch):
     """Every TCP setting reaches the program as an argument (`params`) or through the plan (the
     ACK size), so the cache key of the compiled run does not hold them; XCP's settings build its
-    program (its variant, the window rounding), so they stay in its key."""
+    program (its variant, the window rounding), so they stay in its key. Run on one program, two
+    TCPs that differ in limited transmit (the first two duplicate ACKs send new data, or not) on a
+    2-packet buffer differ as they should."""
+    monkeypatch.setattr(_run_exact, "_CACHE", {})
+    network = Network((Link("l", 1000.0, 0.01, buffer_packets=2),),
+                      (Flow("f0", ("l",), interface_pps=1e4), Flow("f1", ("l",), interface_pps=1e4)))
+    flows = FlowTable(np.array([0.0, 0.0676]), np.array([np.inf, np.inf]))
+    runs = {limited: simulate_exact(network, TCP(limited_transmit=limited), flows, duration_s=1.5).isel(run=0)
+            for limited in (True, False)}
+    assert len(_run_exact._CACHE) == 1
+    assert int(runs[True].status) == 0 and int(runs[False].status) == 0
+    assert int(runs[True].recoveries.sum()) > 0  # duplicate ACKs came
+    assert int(runs[True].packets_sent.sum()) != int(runs[False].packets_sent.sum())
     plan = types.SimpleNamespace()  # compile_key hashes the plan's fields: none here, the same plan
     plain = _run_exact.compile_key(TCP(), plan)
     for other in (TCP(initial_window=4), TCP(min_rto_s=0.3, syn_timeout_s=1.0), TCP(receive_window=64),

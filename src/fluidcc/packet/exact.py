@@ -43,7 +43,8 @@ reach the first link after the flow's access delay.
 Failures are data: a run whose packet pool or iteration budget ran out has a status and a
 message (`STATUS`), and its counts up to then.
 
-**Compilation.** A run is one compiled program per protocol, network (`Plan`) and store sizes.
+**Compilation.** A run is one compiled program per protocol (its class and the settings its
+program is built from, `ExactProtocol.compiled_settings`), network (`Plan`) and store sizes.
 The step, the run's length and its sample spacing are arguments of it, so runs of one network
 that differ only in those share the program (`simulate_events`). The links of one kind (a
 stretch of `Plan.link_order` with or without the vectorized pass) share one compiled stage, a

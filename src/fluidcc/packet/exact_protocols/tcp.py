@@ -52,7 +52,7 @@ sets a limit in segments; none by default).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import NamedTuple
 
 import jax
@@ -146,9 +146,11 @@ class TCP(ExactProtocol, FieldSettings):
                          limited_transmit=jnp.asarray(self.limited_transmit), handshake_ack=jnp.asarray(self.handshake_ack))
 
     def compiled_settings(self) -> dict:
-        """Empty: every setting is in `params` (the two true-or-false ones as arrays), or in the
-        plan (`ack_bytes`), so TCPs of other settings share a compiled program."""
-        return {}
+        """None of TCP's own: each is in `params` (the two true-or-false ones as arrays) or in the
+        plan (`ack_bytes`), so TCPs of other settings share a compiled program. (A subclass's own
+        settings stay in the key.)"""
+        own = {f.name for f in fields(TCP)}
+        return {name: value for name, value in self.settings().items() if name not in own}
 
     def init(self, params: TCPParams, flows, key):
         n = flows.start.shape[0]
