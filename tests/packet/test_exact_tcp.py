@@ -219,14 +219,20 @@ def test_the_sender_answers_the_syn_ack_with_a_pure_ack_before_its_data(monkeypa
     assert int(with_ack.packets_sent[0]) == int(with_ack.acks_received[0]) + int(with_ack.handshake_acks[0])
 
 
+def _two_flows_on_a_2_packet_buffer():
+    """f0 from t = 0 and f1 from 67.6 ms on a 1 000-packet/s link with a 2-packet buffer (interfaces
+    10x the link): drops, duplicate ACKs, and f1's handshake ACK meets the full queue."""
+    network = Network((Link("l", 1000.0, 0.01, buffer_packets=2),),
+                      (Flow("f0", ("l",), interface_pps=1e4), Flow("f1", ("l",), interface_pps=1e4)))
+    return network, FlowTable(np.array([0.0, 0.0676]), np.array([np.inf, np.inf]))
+
+
 def test_a_handshake_ack_that_meets_a_full_queue_is_dropped_and_counted_as_control():
     """f0 fills a 2-packet buffer from t = 0 (interfaces 10x the link); f1 starts at 67.6 ms (a
     start picked so that its handshake ACK meets the full queue). f1 sends one SYN and gets going,
     so its one control drop is the handshake ACK: it never reaches the receiver, and since a
     dropped packet takes no place, the data of both flows fare exactly as without the ACK."""
-    network = Network((Link("l", 1000.0, 0.01, buffer_packets=2),),
-                      (Flow("f0", ("l",), interface_pps=1e4), Flow("f1", ("l",), interface_pps=1e4)))
-    flows = FlowTable(np.array([0.0, 0.0676]), np.array([np.inf, np.inf]))
+    network, flows = _two_flows_on_a_2_packet_buffer()
     runs = {answer: simulate_exact(network, TCP(handshake_ack=answer), flows, duration_s=1.5).isel(run=0)
             for answer in (True, False)}
     run = runs[True]
@@ -248,9 +254,7 @@ def test_tcps_of_other_settings_share_a_compiled_program_and_other_protocols_do_
     TCPs that differ in limited transmit (the first two duplicate ACKs send new data, or not) on a
     2-packet buffer differ as they should."""
     monkeypatch.setattr(_run_exact, "_CACHE", {})
-    network = Network((Link("l", 1000.0, 0.01, buffer_packets=2),),
-                      (Flow("f0", ("l",), interface_pps=1e4), Flow("f1", ("l",), interface_pps=1e4)))
-    flows = FlowTable(np.array([0.0, 0.0676]), np.array([np.inf, np.inf]))
+    network, flows = _two_flows_on_a_2_packet_buffer()
     runs = {limited: simulate_exact(network, TCP(limited_transmit=limited), flows, duration_s=1.5).isel(run=0)
             for limited in (True, False)}
     assert len(_run_exact._CACHE) == 1

@@ -69,8 +69,7 @@ def compile_key(protocol, static) -> tuple:
         digest.update(name.encode() + (np.ascontiguousarray(value).tobytes() if isinstance(value, np.ndarray)
                                        else repr(value).encode()))
     return (type(protocol).__module__, type(protocol).__qualname__,
-            json.dumps(protocol.compiled_settings() if hasattr(protocol, "compiled_settings")
-                       else getattr(protocol, "settings", lambda: {})(), sort_keys=True), digest.hexdigest())
+            json.dumps(protocol.compiled_settings(), sort_keys=True), digest.hexdigest())
 
 
 def _check_positive(name: str, value, allowed: str) -> float:
