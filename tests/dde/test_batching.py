@@ -3,6 +3,7 @@ host-side work into blocks of points."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 from hypothesis import given
@@ -83,6 +84,36 @@ def test_host_work_by_blocks_of_points_changes_nothing(monkeypatch, method, kwar
         np.testing.assert_array_equal(blocks.steps_per_delay, whole.steps_per_delay)
 
 
+@pytest.mark.parametrize("method, kwargs, kernel", [("chebyshev", {"nodes": 7, "pieces_per_delay": 3}, "jit(_kernel)"),
+                                                    ("rk4", {"steps_per_delay": 6}, "jit(one)")])
+def test_a_batch_on_several_devices_compiles_its_kernel_once_and_solves_as_one_device_does(monkeypatch, method,
+                                                                                           kwargs, kernel):
+    """A batch of several chunks runs a chunk per device at once, as one program over the devices
+    (`_batching.Spread`): its kernel is compiled (or loaded from the cache) once, not once per
+    device; each point's solution is the one a single device gives, bit for bit. (The shapes of
+    this test are used by no other, so its kernels are new to the process.)"""
+    if len(jax.local_devices()) < 2:
+        pytest.skip("one JAX device: nothing is spread")
+    params = {"r": np.linspace(0.4, 1.9, 37)}
+    times = np.broadcast_to(np.arange(0.0, 13.0), (37, 13)).copy()
+    made = []
+
+    def listener(event, duration, **info):
+        if event == "/jax/core/compile/backend_compile_duration" and info.get("fun_name") == kernel:
+            made.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        spread = solve(Hutchinson(), params, 12.0, times, method=method, batch_chunk=8, rtol=None, **kwargs)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert len(made) == 1  # (chunks of at most 8 points, two at a time)
+    monkeypatch.setattr(_batching.jax, "local_devices", lambda: jax.devices()[:1])
+    alone = solve(Hutchinson(), params, 12.0, times, method=method, batch_chunk=8, rtol=None, **kwargs)
+    np.testing.assert_array_equal(spread.ys, alone.ys)
+    assert np.all(np.isfinite(spread.ys)) and len(set(np.asarray(spread.ys)[:, -1, 0].round(9))) > 30
+
+
 def test_a_bad_save_grid_in_a_later_block_is_still_found(monkeypatch):
     monkeypatch.setattr(_batching, "ROW_BLOCK", 2)
     times = np.broadcast_to(np.linspace(0.0, 5.0, 6), (7, 6)).copy()
@@ -98,8 +129,8 @@ def test_a_bad_save_grid_in_a_later_block_is_still_found(monkeypatch):
 def _fake_launch(n_saves: int, n_states: int):
     """A kernel stand-in whose outputs tell which point they belong to."""
 
-    def launch(padded, put):
-        points = put(np.asarray(padded, dtype=float))
+    def launch(padded, spread):
+        points = spread.put(np.asarray(padded, dtype=float))
         saves = points[:, None, None] + np.arange(n_saves * n_states).reshape(1, n_saves, n_states) / 100.0
         return saves, points + 0.5, -points
 
@@ -119,7 +150,9 @@ def test_chunks_handed_to_a_sink_are_the_gathered_ones(size, chunk):
         received[0][rows], received[1][rows], received[2][rows] = saves, over, nan
 
     assert _batching.run_in_chunks(points, chunk, 5, 2, _fake_launch(5, 2), sink=sink) is None
-    assert seen == [(start, min(start + chunk, size)) for start in range(0, size, chunk)]  # in order, once each
+    # a launch holds a chunk per device (fewer if the batch has fewer chunks)
+    width = chunk * min(len(jax.local_devices()), -(-size // chunk))
+    assert seen == [(start, min(start + width, size)) for start in range(0, size, width)]  # in order, once each
     for got, want in zip(received, gathered):
         np.testing.assert_array_equal(got, want)
 
@@ -166,10 +199,10 @@ def test_climb_refines_each_point_to_its_own_rung_through_chunks():
     def run(points, rung, sink, coarse=False):
         calls.append((rung, coarse))
 
-        def launch(padded, put):
+        def launch(padded, spread):
             saves = solution(np.asarray(padded), rung)
             over = np.where((np.asarray(padded) == 7) & (rung >= 1), 1.5, np.inf)  # point 7 overflows at rung 1
-            return put(saves), put(over), put(np.full(len(padded), np.inf))
+            return spread.put(saves), spread.put(over), spread.put(np.full(len(padded), np.inf))
 
         return _batching.run_in_chunks(points, 3, n_saves, 1, launch, sink=sink)
 

@@ -211,19 +211,19 @@ def test_loose_tolerance_solves_only_the_first_rung_in_float32(monkeypatch):
     float32 and the later rungs in float64; below 1e-6, and without rtol, everything is float64."""
     from fluidcc.dde import _chebyshev
 
-    kernel, seen = _chebyshev._kernel, []
+    kernel_of, seen = _chebyshev._kernel_of, []
 
-    def recording(*args, **kwargs):
+    def recording(*args):
         seen.append((args[2], args[7]))  # nodes per piece, dtype
-        return kernel(*args, **kwargs)
+        return kernel_of(*args)
 
-    monkeypatch.setattr(_chebyshev, "_kernel", recording)
+    monkeypatch.setattr(_chebyshev, "_kernel_of", recording)
     params, rtt = _random_miaimd(8, 0)
     grid = rtt[:, None] * np.arange(41)[None, :]
     for rtol, first in ((5e-5, "float32"), (1e-6, "float32"), (9e-7, "float64"), (None, "float64")):
         seen.clear()
         solve(MIAIMDAggregate(), params, 40 * rtt, grid, method="chebyshev", rtol=rtol, nodes=12)
-        assert {dtype for nodes, dtype in seen if nodes == 12} == {first}, (rtol, seen)  # (one call per chunk)
+        assert {dtype for nodes, dtype in seen if nodes == 12} == {first}, (rtol, seen)  # (one kernel per rung)
         assert {dtype for nodes, dtype in seen if nodes != 12} <= {"float64"}, (rtol, seen)
         assert len(seen) > 2 or rtol is None
 

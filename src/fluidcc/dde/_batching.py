@@ -19,21 +19,69 @@ import numpy as np
 from ..errors import ParameterError, ShapeError
 
 
+class Spread:
+    """Where one launch of `run_in_chunks` runs: `count` chunks side by side, one per JAX device
+    (the first `count` of `jax.local_devices()`). `put` places a pytree of arrays whose leading
+    axis is the count's chunks laid end to end, each device holding its chunk; `call(kernel,
+    *args)` runs the kernel (a function of one chunk, jitted or not, the same object for the same
+    kernel) on every device at once.
+
+    With more than one device the kernel runs as one program over the devices (`jax.shard_map`),
+    compiled once for all of them: a single-device program is compiled for its device, so
+    dealing chunks to the devices in turn compiled every kernel once per device (once per core
+    on a CPU). Each device runs the kernel on its own chunk as before, so the solutions do not
+    change."""
+
+    def __init__(self, count: int):
+        self.count = count
+        self.devices = tuple(jax.local_devices()[:count])
+
+    def put(self, tree):
+        if self.count == 1:
+            return jax.device_put(tree, self.devices[0])
+        return jax.device_put(tree, _sharding(self.devices))
+
+    def call(self, kernel: Callable, *args):
+        if self.count == 1:
+            return kernel(*args)
+        return _spread(kernel, self.devices)(*args)
+
+
+@functools.lru_cache(maxsize=None)
+def _mesh(devices: tuple):
+    return jax.sharding.Mesh(np.array(devices), ("chunks",))
+
+
+def _sharding(devices: tuple):
+    return jax.sharding.NamedSharding(_mesh(devices), jax.sharding.PartitionSpec("chunks"))
+
+
+@functools.lru_cache(maxsize=256)
+def _spread(kernel: Callable, devices: tuple):
+    """`kernel` as one jitted program over `devices`, each running it on its block of the leading
+    axis of every argument and output. (The kernels' devices do not talk to each other, so their
+    values are not typed by axis: `check_vma=False`.)"""
+    spec = jax.sharding.PartitionSpec("chunks")
+    return jax.jit(jax.shard_map(kernel, mesh=_mesh(devices), in_specs=spec, out_specs=spec, check_vma=False))
+
+
 def run_in_chunks(points: np.ndarray, chunk: int, n_saves: int, n_states: int,
                   launch: Callable, progress=None, sink: Callable | None = None):
-    """Launch `launch(padded, put)` for each chunk of `points` (indices into the batch; the last
-    chunk padded with copies of its last point), the chunks dealt to the JAX devices in turn;
-    `put` places an array on the chunk's device. `launch` returns (saves (chunk, n_saves,
-    n_states), overflow time (chunk,), non-finite time (chunk,)). JAX dispatches asynchronously,
-    so a few chunks are kept in flight: the devices (cores) then run them at once.
+    """Launch `launch(padded, spread)` for the chunks of `points` (indices into the batch), as
+    many side by side as there are JAX devices (`Spread`; fewer if the batch has fewer chunks):
+    `padded` holds their points end to end, the last chunk padded with copies of the last point,
+    and a launch that holds fewer chunks than the others with whole chunks of it. `launch`
+    returns (saves (points, n_saves, n_states), overflow time (points,), non-finite time
+    (points,)) for the points of `padded`. JAX dispatches asynchronously, so two launches are
+    kept in flight.
 
-    Without `sink`, returns the three gathered over `points`. With it, each chunk's outputs go to
-    `sink(rows, saves, over, nan)` as the chunk finishes (rows: the slice of `points` it holds),
-    in order, while the devices run the chunks after it, and nothing is returned.
-    `progress(done, total)` is called as chunks finish."""
-    devices = jax.local_devices()
-    in_flight = max(2, len(devices))
+    Without `sink`, returns the three gathered over `points`. With it, each launch's outputs go to
+    `sink(rows, saves, over, nan)` as it finishes (rows: the slice of `points` it holds), in
+    order, while the devices run the launch after it, and nothing is returned.
+    `progress(done, total)` is called as launches finish."""
     size = len(points)
+    spread = Spread(max(1, min(len(jax.local_devices()), -(-size // chunk))))
+    width = chunk * spread.count
     gather = sink is None
     if gather:
         saves = np.empty((size, n_saves, n_states))
@@ -51,12 +99,11 @@ def run_in_chunks(points: np.ndarray, chunk: int, n_saves: int, n_states: int,
             progress(start + n, size)
 
     pending = []
-    for start in range(0, size, chunk):
-        sel = points[start : start + chunk]
-        padded = np.concatenate([sel, np.full(chunk - len(sel), sel[-1])])
-        put = functools.partial(jax.device_put, device=devices[(start // chunk) % len(devices)])
-        pending.append((start, len(sel), launch(padded, put)))
-        while len(pending) > in_flight:
+    for start in range(0, size, width):
+        sel = points[start : start + width]
+        padded = np.concatenate([sel, np.full(width - len(sel), sel[-1])])
+        pending.append((start, len(sel), launch(padded, spread)))
+        while len(pending) > 2:
             collect(pending.pop(0))
     for item in pending:
         collect(item)
@@ -77,8 +124,9 @@ def round_down_pow2(value: int) -> int:
 def chunk_width(size: int, devices: int, cap: int, smallest: int = 1) -> int:
     """Points per chunk when `size` points run on `devices` devices, at most `cap` per chunk.
 
-    The chunks are dealt to the devices in turn and the last one is padded, so the width is
-    chosen for as many rounds of chunks as the cap requires, every device busy in every round:
+    The chunks run one per device at once (`run_in_chunks`) and the last one is padded, so the
+    width is chosen for as many rounds of chunks as the cap requires, every device busy in every
+    round:
     ceil(size / (devices x rounds)) points, rounded up to a power of two or to a multiple of an
     eighth of the cap (each width is one compilation of a kernel, so there are few of them). At
     least `smallest` (below it the per-step loop overhead dominates), unless the batch itself is

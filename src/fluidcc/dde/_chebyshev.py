@@ -264,6 +264,14 @@ def _kernel(system, pieces: int, nodes: int, n_intervals: int, n_states: int, sl
     return ys, over, nan
 
 
+@functools.lru_cache(maxsize=256)
+def _kernel_of(system, pieces: int, nodes: int, n_intervals: int, n_states: int, slots: int, at_ends: bool,
+               dtype: str):
+    """`_kernel` with its static arguments bound: a function of (params, tau, grid), the same
+    object for the same arguments (`_batching.Spread` compiles one program per kernel)."""
+    return functools.partial(_kernel, system, pieces, nodes, n_intervals, n_states, slots, at_ends, dtype)
+
+
 def _interval_of(ratio, n_intervals: int):
     """The delay interval holding each time (in delay units): k for times in (k, k + 1]."""
     return jnp.clip(jnp.ceil(ratio) - 1, 0, n_intervals - 1)
@@ -349,11 +357,12 @@ class ChebyshevRunner:
         if not at_ends:
             slots = round_up_pow2(save_slots(self.tau[points], self.grid[points], n_intervals))
 
-        def launch(padded, put):
-            # one transfer for every array of the chunk
-            params, tau, grid = put((self.take(self.params, padded), self.tau[padded], self.grid[padded]))
-            return _kernel(self.system, pieces, nodes, n_intervals, self.n_states, slots, at_ends, dtype, params, tau,
-                           grid)
+        kernel = _kernel_of(self.system, pieces, nodes, n_intervals, self.n_states, slots, at_ends, dtype)
+
+        def launch(padded, spread):
+            # one transfer for every array of the launch
+            params, tau, grid = spread.put((self.take(self.params, padded), self.tau[padded], self.grid[padded]))
+            return spread.call(kernel, params, tau, grid)
 
         return run_in_chunks(points, chunk, self.grid.shape[1], self.n_states, launch, self.progress, sink)
 

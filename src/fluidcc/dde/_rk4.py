@@ -256,11 +256,6 @@ def history_chunks(delays: np.ndarray) -> int:
     return max(1, int(math.ceil(float(np.max(ratio)) - 1e-12)))
 
 
-def launch_kernel(system: DDESystem, shape: KernelShape, params: Any, t_final, save_pos, save_start):
-    """Dispatch the compiled kernel on one padded chunk of the batch; returns JAX arrays (async)."""
-    return build_kernel(system, shape)(params, t_final, save_pos, save_start)
-
-
 @dataclass(frozen=True)
 class RK4(Method):
     """Fixed-step RK4 by the method of steps (module docstring); the production solver.
@@ -362,7 +357,7 @@ class Runner:
         float64.)"""
         n_chunks = max(1, int(np.max(np.ceil(self.t_final[points] / self.tau_min[points] - 1e-9))))
 
-        def launch(padded, put):
+        def launch(padded, spread):
             save_pos, save_start, slots = plan_saves(self.tau_min[padded], steps, n_chunks, self.grid[padded])
             shape = KernelShape(
                 steps_per_delay=steps,
@@ -376,10 +371,10 @@ class Runner:
                 nonnegative_mask=self.nonnegative,
                 ledger=self.ledger,
             )
-            # one transfer for every array of the chunk
-            params, t_final, save_pos, save_start = put((take(self.params, padded), self.t_final[padded], save_pos,
-                                                         save_start))
-            return launch_kernel(self.system, shape, params, t_final, save_pos, save_start)
+            # one transfer for every array of the launch
+            params, t_final, save_pos, save_start = spread.put((take(self.params, padded), self.t_final[padded],
+                                                                save_pos, save_start))
+            return spread.call(build_kernel(self.system, shape), params, t_final, save_pos, save_start)
 
         return run_in_chunks(points, self.chunk_size(len(points), steps), self.grid.shape[1], self.n_states,
                              launch, self.progress, sink)
