@@ -10,7 +10,7 @@ each run, as the paper's.
   `fig4`: RTT sweep (`--rtts` ms; 150 Mb/s x `--scale`, 50 x `--scale` flows each way, so that
   each flow has the paper's rate), `fig5`: flow-count sweep (`--flows`, each way; 150 Mb/s x
   `--scale`, 80 ms: `--flows 1 10 50 100` at scale 0.1 spans the per-flow BDPs of the paper's
-  10 ... 1000 flows). Each sweep is ONE batch: its points are disjoint link pairs of one network, one run per
+  10 ... 1000 flows); `--gamma` sets the routers' target utilization. Each sweep is ONE batch: its points are disjoint link pairs of one network, one run per
   point whose flow table uses only its pair. Per point: the forward link's utilization (every
   byte served, ACKs included, over the capacity), its mean queue and its largest per-sample mean
   queue as fractions of the buffer, and the fraction of the packets that reached it that it
@@ -74,10 +74,10 @@ def sweep_network(points, later: float) -> tuple[Network, list[FlowTable], np.nd
     return Network(tuple(links), tuple(flows)), tables, np.array(buffers, dtype=float)
 
 
-def sweep(points, duration: float, sample: float) -> tuple[list[dict], float]:
+def sweep(points, duration: float, sample: float, protocol: VCP | None = None) -> tuple[list[dict], float]:
     network, tables, buffers = sweep_network(points, 2.0 * duration)
     began = time.perf_counter()
-    runs = simulate_exact(network, VCP(), tables, duration_s=duration, sample_s=sample,
+    runs = simulate_exact(network, protocol or VCP(), tables, duration_s=duration, sample_s=sample,
                           seeds=list(range(len(points))), buffers=buffers)
     wall = time.perf_counter() - began
     late = runs.sample_time.values > 0.2 * duration
@@ -122,7 +122,7 @@ def ns3_cost(points, duration: float) -> dict:
 
 
 def run_sweep(args, points) -> dict:
-    rows, wall = sweep(points, args.duration, args.sample)
+    rows, wall = sweep(points, args.duration, args.sample, VCP(gamma=args.gamma))
     out = {"rows": rows, "wall_s": wall, "simulated_s": args.duration * len(points), "duration_s": args.duration}
     print(f"the batch of {len(points)} runs of {args.duration:g} s: {wall:.0f} s wall "
           f"({wall / out['simulated_s']:.2f} s per simulated second)")
@@ -212,6 +212,8 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=None, help="flows each way (fig4; default 50 x scale)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="random networks (random)")
     parser.add_argument("--per-rtt", type=float, default=10.0, help="smallest max-min rate, packets per RTT (random)")
+    parser.add_argument("--gamma", type=float, default=VCP.gamma,
+                        help="the routers' target utilization (fig3, fig4, fig5; Table 1's 0.98 by default)")
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--sample", type=float, default=0.1)
     parser.add_argument("--ns3", action="store_true")
