@@ -72,8 +72,9 @@ def run_in_chunks(points: np.ndarray, chunk: int, n_saves: int, n_states: int,
     `padded` holds their points end to end, the last chunk padded with copies of the last point,
     and a launch that holds fewer chunks than the others with whole chunks of it. `launch`
     returns (saves (points, n_saves, n_states), overflow time (points,), non-finite time
-    (points,)) for the points of `padded`. JAX dispatches asynchronously, so two launches are
-    kept in flight.
+    (points,)) for the points of `padded`. JAX dispatches asynchronously: a launch's outputs are
+    collected once two later launches are dispatched, so the devices run those while the host
+    collects it.
 
     Without `sink`, returns the three gathered over `points`. With it, each launch's outputs go to
     `sink(rows, saves, over, nan)` as it finishes (rows: the slice of `points` it holds), in
