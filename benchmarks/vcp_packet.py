@@ -10,8 +10,9 @@ each run, as the paper's.
   `fig4`: RTT sweep (`--rtts` ms; 150 Mb/s x `--scale`, 50 x `--scale` flows each way, so that
   each flow has the paper's rate), `fig5`: flow-count sweep (`--flows`, each way; 150 Mb/s x
   `--scale`, 80 ms: `--flows 1 10 50 100` at scale 0.1 spans the per-flow BDPs of the paper's
-  10 ... 1000 flows); `--gamma` sets the routers' target utilization. Each sweep is ONE batch: its points are disjoint link pairs of one network, one run per
-  point whose flow table uses only its pair. Per point: the forward link's utilization (every
+  10 ... 1000 flows); `--gamma` sets the routers' target utilization. Each sweep is ONE batch:
+  its points are disjoint link pairs of one network, one run per point whose flow table uses
+  only its pair. Per point: the forward link's utilization (every
   byte served, ACKs included, over the capacity), its mean queue and its largest per-sample mean
   queue as fractions of the buffer, and the fraction of the packets that reached it that it
   dropped. `--ns3`: ns-3's TCP NewReno on each point's forward direction (`ns3/shortflows.cc`

@@ -127,11 +127,10 @@ def chunk_width(size: int, devices: int, cap: int, smallest: int = 1) -> int:
 
     The chunks run one per device at once (`run_in_chunks`) and the last one is padded, so the
     width is chosen for as many rounds of chunks as the cap requires, every device busy in every
-    round:
-    ceil(size / (devices x rounds)) points, rounded up to a power of two or to a multiple of an
-    eighth of the cap (each width is one compilation of a kernel, so there are few of them). At
-    least `smallest` (below it the per-step loop overhead dominates), unless the batch itself is
-    smaller.
+    round: ceil(size / (devices x rounds)) points, rounded up to a power of two or to a multiple
+    of an eighth of the cap (each width is one compilation of a kernel, so there are few of them).
+    At least `smallest` (below it the per-step loop overhead dominates), unless the batch itself
+    is smaller.
     """
     cap = max(1, cap)
     rounds = -(-size // (devices * cap))
