@@ -15,8 +15,14 @@ each run, as the paper's.
   only its pair. Per point: the forward link's utilization (every
   byte served, ACKs included, over the capacity), its mean queue and its largest per-sample mean
   queue as fractions of the buffer, and the fraction of the packets that reached it that it
-  dropped. `--ns3`: ns-3's TCP NewReno on each point's forward direction (`ns3/shortflows.cc`
+  dropped. A point given more than once (`--rtts 200 200 200`) runs with other start times each
+  time, and its runs are summarized together (mean, least, largest). `--ns3`: ns-3's TCP NewReno on each point's forward direction (`ns3/shortflows.cc`
   with the same long-lived flows, capacity, RTT and buffer; one way), for the cost beside it.
+- `fig6`: short flows beside the long ones (`--arrivals` per second at the paper's scale, x
+  `--scale`; Poisson, Pareto sizes of mean 30 packets and shape `--pareto-shape`, which the paper
+  does not give; 1.2 as the RCP and QCP papers' web traffic), on the forward link of 150 Mb/s x
+  `--scale` and 80 ms with 50 x `--scale` long flows each way (the buffer from the long flows);
+  each point's short flows finished within the run beside its figures.
 - `fig7`: the parking lot (`fluidcc.scenarios.vcp_parking_lot`, `--scale` x its 100 Mb/s, link 4
   at half; `--n-long` and `--n-cross` flows, by default 50 and 5 x `--scale`, so that each flow
   has the paper's rate) with as many flows on the reverse path as long ones; each class's rate
@@ -26,11 +32,14 @@ each run, as the paper's.
   scaling, 12 flows; one way), capacities scaled so
   that the smallest max-min rate is `--per-rtt` packets per RTT); per flow its rate over its
   max-min rate against the number of its links that max-min saturates (the paper's direction: the
-  more, the less), with the rank correlation of the two.
+  more, the less), with the rank correlation of the two (Spearman's, ties averaged); then pooled
+  over the seeds: the mean ratio by that number, the rank correlation over every flow of every
+  network with its p-value, and in how many networks the flows with one saturated link get more
+  (over max-min) than those with several.
 
     PYTHONPATH=src python benchmarks/vcp_packet.py --scenario fig3 --ns3 --out fig3.json
     PYTHONPATH=src python benchmarks/vcp_packet.py --scenario fig7 --scale 0.1
-    PYTHONPATH=src python benchmarks/vcp_packet.py --scenario random --seeds 1 2 3 4 5 6
+    PYTHONPATH=src python benchmarks/vcp_packet.py --scenario random --seeds $(seq 1 13) --duration 30
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 from _harness import write_json
+from scipy.stats import spearmanr
 from _packet_scenarios import ns3_runs
 
 from fluidcc import scenarios
@@ -51,15 +61,16 @@ from fluidcc.maxmin import maxmin
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import VCP
-from fluidcc.packet.workloads import FlowTable
+from fluidcc.packet.workloads import FlowTable, Pareto, PoissonArrivals
 from fluidcc.units import mbps_to_pps
 
 
-def sweep_network(points, later: float) -> tuple[Network, list[FlowTable], np.ndarray]:
+def sweep_network(points, later: float, short=None) -> tuple[Network, list[FlowTable], np.ndarray]:
     """(the network of every point's link pair, one flow table per point, the buffers): point k is
     (capacity_pps, rtt_s, n) with n flows each way; its forward link f<k> and reverse link r<k>
-    have one quarter of the RTT as delay each, and so has every sender's access."""
-    links, flows, buffers, starts, routes = [], [], [], [], []
+    have one quarter of the RTT as delay each, and so has every sender's access. short: per point,
+    None or a FlowTable of short flows on its forward link (their route index is ignored)."""
+    links, flows, buffers, starts, routes, sizes = [], [], [], [], [], []
     for k, (capacity, rtt, n) in enumerate(points):
         links += [Link(f"f{k}", capacity, rtt / 4, source=f"a{k}", target=f"b{k}"),
                   Link(f"r{k}", capacity, rtt / 4, source=f"b{k}", target=f"a{k}")]
@@ -67,16 +78,21 @@ def sweep_network(points, later: float) -> tuple[Network, list[FlowTable], np.nd
         buffers += [max(math.ceil(capacity * rtt), 2 * n)] * 2
         starts.append(np.random.default_rng(k).uniform(0.0, 1.0, 2 * n))
         routes.append(np.array([2 * k] * n + [2 * k + 1] * n))
+        sizes.append(np.full(2 * n, np.inf))
+        if short is not None and short[k] is not None:
+            starts[-1] = np.concatenate([starts[-1], short[k].start_s])
+            routes[-1] = np.concatenate([routes[-1], np.full(short[k].start_s.size, 2 * k)])
+            sizes[-1] = np.concatenate([sizes[-1], short[k].size_packets])
     # the runs share one flow table layout (every point's flows); in run k the other points' flows
     # start after the end
     tables = [FlowTable(np.concatenate([s if j == k else np.full(s.shape, later) for j, s in enumerate(starts)]),
-                        np.full(sum(s.size for s in starts), np.inf), route=np.concatenate(routes))
+                        np.concatenate(sizes), route=np.concatenate(routes))
               for k in range(len(points))]
     return Network(tuple(links), tuple(flows)), tables, np.array(buffers, dtype=float)
 
 
-def sweep(points, duration: float, sample: float, protocol: VCP | None = None) -> tuple[list[dict], float]:
-    network, tables, buffers = sweep_network(points, 2.0 * duration)
+def sweep(points, duration: float, sample: float, protocol: VCP | None = None, short=None) -> tuple[list[dict], float]:
+    network, tables, buffers = sweep_network(points, 2.0 * duration, short)
     began = time.perf_counter()
     runs = simulate_exact(network, protocol or VCP(), tables, duration_s=duration, sample_s=sample,
                           seeds=list(range(len(points))), buffers=buffers)
@@ -95,11 +111,17 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None) -
                      "queue_max_of_buffer": float(queue.max() / buffers[2 * k]),
                      "drop_fraction": float(run.drops.sel(link=link).values[late].sum() / max(arrived, 1.0)),
                      "timeouts": int(run.timeouts.values.sum()), "status": str(run.message.values)})
+        if short is not None and short[k] is not None:
+            mine = (tables[k].start_s < 2.0 * duration) & np.isfinite(tables[k].size_packets)
+            fct = run.fct.values[: mine.size][mine]
+            rows[-1].update({"short_flows": int(mine.sum()), "short_finished": int(np.isfinite(fct).sum()),
+                             "short_afct_s": float(np.nanmean(fct)) if np.isfinite(fct).any() else None})
         r = rows[-1]
         print(f"C {r['capacity_mbps']:8.2f} Mb/s, RTT {r['rtt_ms']:6.0f} ms, {n:4d} + {n} flows: utilization "
               f"{100 * r['utilization']:5.1f} %, queue mean {100 * r['queue_mean_of_buffer']:5.2f} % / max "
               f"{100 * r['queue_max_of_buffer']:5.1f} % of {r['buffer']:.0f}, drops {100 * r['drop_fraction']:.3f} %, "
-              f"timeouts {r['timeouts']}, {r['status']}")
+              f"timeouts {r['timeouts']}, {r['status']}"
+              + (f"; short flows {r['short_finished']} of {r['short_flows']} finished" if "short_flows" in r else ""))
     return rows, wall
 
 
@@ -122,15 +144,46 @@ def ns3_cost(points, duration: float) -> dict:
     return {"wall_s": wall, "per_run_wall_s": [r.get("wall_s") for r in results]}
 
 
-def run_sweep(args, points) -> dict:
-    rows, wall = sweep(points, args.duration, args.sample, VCP(gamma=args.gamma))
+def run_sweep(args, points, short=None, arrivals=None) -> dict:
+    """The sweep of `points` as one batch (`short`, `arrivals`: each point's short flows and their
+    arrival rate, fig6), its cost, the summary of repeated points and ns-3's cost if asked."""
+    rows, wall = sweep(points, args.duration, args.sample, VCP(gamma=args.gamma), short)
+    for row, rate in zip(rows, arrivals or ()):
+        row["arrivals_per_s"] = rate
+        print(f"{rate:g} short flows/s: utilization {100 * row['utilization']:.1f} %, mean queue "
+              f"{100 * row['queue_mean_of_buffer']:.2f} % of the buffer, drops {100 * row['drop_fraction']:.3f} %, "
+              f"{row['short_finished']} of {row['short_flows']} short flows finished")
     out = {"rows": rows, "wall_s": wall, "simulated_s": args.duration * len(points), "duration_s": args.duration}
     print(f"the batch of {len(points)} runs of {args.duration:g} s: {wall:.0f} s wall "
           f"({wall / out['simulated_s']:.2f} s per simulated second)")
+    out["repeated"] = repeated(rows)
     if args.ns3:
         out["ns3_tcp"] = ns3_cost(points, args.duration)
         print(f"ns-3 TCP NewReno, each point's forward direction, {args.duration:g} s, 2 processes: "
               f"{out['ns3_tcp']['wall_s']:.0f} s wall")
+    return out
+
+
+def repeated(rows: list[dict]) -> list[dict]:
+    """Points given more than once (each draws its own start times: point k's are uniform in the
+    first second from seed k): per such setting, the mean, least and largest utilization and mean
+    queue over its runs."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["capacity_mbps"], row["rtt_ms"], row["flows"], row.get("arrivals_per_s")), []).append(row)
+    out = []
+    for (capacity, rtt, n, _), runs in groups.items():
+        if len(runs) < 2:
+            continue
+        use = np.array([r["utilization"] for r in runs])
+        queue = np.array([r["queue_mean_of_buffer"] for r in runs])
+        out.append({"capacity_mbps": capacity, "rtt_ms": rtt, "flows": n, "runs": len(runs),
+                    "utilization": {"mean": float(use.mean()), "min": float(use.min()), "max": float(use.max())},
+                    "queue_mean_of_buffer": {"mean": float(queue.mean()), "min": float(queue.min()),
+                                             "max": float(queue.max())}})
+        print(f"C {capacity:g} Mb/s, RTT {rtt:g} ms, {n} + {n} flows, {len(runs)} start-time draws: utilization "
+              f"{100 * use.mean():.1f} % (from {100 * use.min():.1f} to {100 * use.max():.1f}), mean queue "
+              f"{100 * queue.mean():.1f} % of the buffer (from {100 * queue.min():.1f} to {100 * queue.max():.1f})")
     return out
 
 
@@ -190,20 +243,47 @@ def random_networks(args) -> dict:
         ratio = run.delivered_series.values[late].sum(axis=0) / (args.sample * late.sum()) / fair.rates_pps
         saturated = fair.utilization > 1 - 1e-9
         crossed = np.array([int(saturated[network.route_indices(i)].sum()) for i in range(network.n_flows)])
-        rank = lambda v: np.argsort(np.argsort(v))  # noqa: E731
-        rho = float(np.corrcoef(rank(ratio), rank(crossed + 1e-6 * np.arange(crossed.size)))[0, 1]) if np.ptp(crossed) else None
+        rho = float(spearmanr(crossed, ratio).statistic) if np.ptp(crossed) else None
         rows.append({"seed": seed, "ratio": ratio.tolist(), "saturated_crossed": crossed.tolist(), "spearman": rho,
                      "wall_s": wall, "drops": float(run.dropped.sum()), "status": str(run.message.values)})
         by = {int(c): float(ratio[crossed == c].mean()) for c in np.unique(crossed)}
         print(f"seed {seed}: rate / max-min by saturated links crossed: "
               + ", ".join(f"{c}: {v:.2f}" for c, v in by.items())
               + f"; rank correlation {rho if rho is None else round(rho, 2)}; drops {rows[-1]['drops']:.0f}; {wall:.0f} s")
-    return {"rows": rows}
+    return {"rows": rows, "pooled": pooled(rows)}
+
+
+def pooled(rows: list[dict]) -> dict:
+    """The random networks' flows together: mean rate / max-min by saturated links crossed, the
+    rank correlation over all flows (and its p-value), and the networks in which the flows with
+    one saturated link get more over max-min than those with several (of those that have both)."""
+    ratio = np.concatenate([r["ratio"] for r in rows])
+    crossed = np.concatenate([r["saturated_crossed"] for r in rows])
+    test = spearmanr(crossed, ratio)
+    both = [r for r in rows if min(r["saturated_crossed"]) == 1 and max(r["saturated_crossed"]) > 1]
+    more = [r["seed"] for r in both
+            if np.mean([x for x, c in zip(r["ratio"], r["saturated_crossed"]) if c == 1])
+            > np.mean([x for x, c in zip(r["ratio"], r["saturated_crossed"]) if c > 1])]
+    out = {"flows": int(ratio.size), "networks": len(rows),
+           "mean_by_crossed": {int(c): float(ratio[crossed == c].mean()) for c in np.unique(crossed)},
+           "flows_by_crossed": {int(c): int((crossed == c).sum()) for c in np.unique(crossed)},
+           "spearman": float(test.statistic), "p_value": float(test.pvalue),
+           "networks_with_both": len(both), "one_link_flows_get_more": more,
+           "negative_correlation": sum(r["spearman"] is not None and r["spearman"] < 0 for r in rows)}
+    print(f"pooled over {len(rows)} networks, {ratio.size} flows: rate / max-min by saturated links crossed "
+          + ", ".join(f"{c}: {v:.2f} ({out['flows_by_crossed'][c]} flows)" for c, v in out["mean_by_crossed"].items())
+          + f"; rank correlation {test.statistic:.2f} (p = {test.pvalue:.1e}); negative in "
+          f"{out['negative_correlation']} of {len(rows)} networks; the flows with one saturated link get more "
+          f"than those with several in {len(more)} of the {len(both)} networks that have both")
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenario", choices=["fig3", "fig4", "fig5", "fig7", "random"], required=True)
+    parser.add_argument("--scenario", choices=["fig3", "fig4", "fig5", "fig6", "fig7", "random"], required=True)
+    parser.add_argument("--arrivals", type=float, nargs="+", default=[1, 10, 100, 1000],
+                        help="short flows per second at the paper's scale, x --scale (fig6)")
+    parser.add_argument("--pareto-shape", type=float, default=1.2, help="short flows' Pareto shape (fig6)")
     parser.add_argument("--capacities", type=float, nargs="+", default=[0.1, 1.0, 10.0, 50.0], help="Mb/s (fig3)")
     parser.add_argument("--rtts", type=float, nargs="+", default=[1, 10, 80, 200, 800, 1500], help="ms (fig4)")
     parser.add_argument("--flows", type=int, nargs="+", default=[1, 10, 50, 200], help="forward flows (fig5)")
@@ -228,6 +308,12 @@ def main() -> int:
         result = run_sweep(args, [(base_pps, r / 1e3, n) for r in args.rtts])
     elif args.scenario == "fig5":
         result = run_sweep(args, [(base_pps, 0.08, n) for n in args.flows])
+    elif args.scenario == "fig6":
+        n = args.n or max(1, round(50 * args.scale))
+        short = [PoissonArrivals(rate * args.scale, Pareto(args.pareto_shape, 30.0), duration_s=args.duration,
+                                 seed=1000 + k).table() for k, rate in enumerate(args.arrivals)]
+        result = run_sweep(args, [(base_pps, 0.08, n)] * len(args.arrivals), short,
+                           [rate * args.scale for rate in args.arrivals])
     elif args.scenario == "fig7":
         result = fig7(args)
     else:
