@@ -10,7 +10,8 @@ each run, as the paper's.
   `fig4`: RTT sweep (`--rtts` ms; 150 Mb/s x `--scale`, 50 x `--scale` flows each way, so that
   each flow has the paper's rate), `fig5`: flow-count sweep (`--flows`, each way; 150 Mb/s x
   `--scale`, 80 ms: `--flows 1 10 50 100` at scale 0.1 spans the per-flow BDPs of the paper's
-  10 ... 1000 flows); `--gamma` sets the routers' target utilization. Each sweep is ONE batch:
+  10 ... 1000 flows); `--gamma` sets the routers' target utilization and `--alpha` the AI step
+  (all but `random`). Each sweep is ONE batch:
   its points are disjoint link pairs of one network, one run per point whose flow table uses
   only its pair. Per point: the forward link's utilization (every
   byte served, ACKs included, over the capacity), its mean queue and its largest per-sample mean
@@ -147,7 +148,7 @@ def ns3_cost(points, duration: float) -> dict:
 def run_sweep(args, points, short=None, arrivals=None) -> dict:
     """The sweep of `points` as one batch (`short`, `arrivals`: each point's short flows and their
     arrival rate, fig6), its cost, the summary of repeated points and ns-3's cost if asked."""
-    rows, wall = sweep(points, args.duration, args.sample, VCP(gamma=args.gamma), short)
+    rows, wall = sweep(points, args.duration, args.sample, VCP(gamma=args.gamma, alpha=args.alpha), short)
     for row, rate in zip(rows, arrivals or ()):
         row["arrivals_per_s"] = rate
         print(f"{rate:g} short flows/s: utilization {100 * row['utilization']:.1f} %, mean queue "
@@ -204,8 +205,8 @@ def fig7(args) -> dict:
         reverse = tuple(Flow(f"rev[{k}]", tuple(f"l{j}r" for j in range(7, 0, -1))) for k in range(n_long))
         two_way = Network(links, network.flows + reverse)
         began = time.perf_counter()
-        run = simulate_exact(two_way, VCP(), duration_s=args.duration, sample_s=args.sample,
-                             flow_series=True).isel(run=0)
+        run = simulate_exact(two_way, VCP(gamma=args.gamma, alpha=args.alpha), duration_s=args.duration,
+                             sample_s=args.sample, flow_series=True).isel(run=0)
         wall = time.perf_counter() - began
         late = run.sample_time.values > 0.2 * args.duration
         rate = run.delivered_series.values[late].sum(axis=0)[:n] / (args.sample * late.sum())
@@ -294,7 +295,9 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="random networks (random)")
     parser.add_argument("--per-rtt", type=float, default=10.0, help="smallest max-min rate, packets per RTT (random)")
     parser.add_argument("--gamma", type=float, default=VCP.gamma,
-                        help="the routers' target utilization (fig3, fig4, fig5; Table 1's 0.98 by default)")
+                        help="the routers' target utilization (fig3-fig7; Table 1's 0.98 by default)")
+    parser.add_argument("--alpha", type=float, default=VCP.alpha,
+                        help="the AI step, scaled by (rtt / t_rho)^2 (fig3-fig7; Table 1's 1.0 by default)")
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--sample", type=float, default=0.1)
     parser.add_argument("--ns3", action="store_true")
