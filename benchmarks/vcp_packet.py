@@ -11,14 +11,14 @@ each run, as the paper's.
   each flow has the paper's rate), `fig5`: flow-count sweep (`--flows`, each way; 150 Mb/s x
   `--scale`, 80 ms: `--flows 1 10 50 100` at scale 0.1 spans the per-flow BDPs of the paper's
   10 ... 1000 flows); `--gamma` sets the routers' target utilization and `--alpha` the AI step
-  (all but `random`). Each sweep is ONE batch:
-  its points are disjoint link pairs of one network, one run per point whose flow table uses
-  only its pair. Per point: the forward link's utilization (every
-  byte served, ACKs included, over the capacity), its mean queue and its largest per-sample mean
-  queue as fractions of the buffer, and the fraction of the packets that reached it that it
-  dropped. A point given more than once (`--rtts 200 200 200`) runs with other start times each
-  time, and its runs are summarized together (mean, least, largest). `--ns3`: ns-3's TCP NewReno on each point's forward direction (`ns3/shortflows.cc`
-  with the same long-lived flows, capacity, RTT and buffer; one way), for the cost beside it.
+  (all but `random`). Each sweep is ONE batch: its points are disjoint link pairs of one network,
+  one run per point whose flow table uses only its pair. Per point: the forward link's
+  utilization (every byte served, ACKs included, over the capacity), its mean queue and its
+  largest per-sample mean queue as fractions of the buffer, and the fraction of the packets that
+  reached it that it dropped. A point given more than once (`--rtts 200 200 200`) runs with other
+  start times each time, and its runs are summarized together (mean, least, largest). `--ns3`:
+  ns-3's TCP NewReno on each point's forward direction (`ns3/shortflows.cc` with the same
+  long-lived flows, capacity, RTT and buffer; one way), for the cost beside it.
 - `fig6`: short flows beside the long ones (`--arrivals` per second at the paper's scale, x
   `--scale`; Poisson, Pareto sizes of mean 30 packets and shape `--pareto-shape`, which the paper
   does not give; 1.2 as the RCP and QCP papers' web traffic), on the forward link of 150 Mb/s x
@@ -171,7 +171,8 @@ def repeated(rows: list[dict]) -> list[dict]:
     queue over its runs."""
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
-        groups.setdefault((row["capacity_mbps"], row["rtt_ms"], row["flows"], row.get("arrivals_per_s")), []).append(row)
+        key = (row["capacity_mbps"], row["rtt_ms"], row["flows"], row.get("arrivals_per_s"))
+        groups.setdefault(key, []).append(row)
     out = []
     for (capacity, rtt, n, _), runs in groups.items():
         if len(runs) < 2:
