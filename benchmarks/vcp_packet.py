@@ -54,8 +54,8 @@ from pathlib import Path
 
 import numpy as np
 from _harness import write_json
-from scipy.stats import spearmanr
 from _packet_scenarios import ns3_runs
+from scipy.stats import spearmanr
 
 from fluidcc import scenarios
 from fluidcc.maxmin import maxmin
@@ -93,7 +93,8 @@ def sweep_network(points, later: float, short=None) -> tuple[Network, list[FlowT
 
 
 def sweep(points, duration: float, sample: float, protocol: VCP | None = None, short=None) -> tuple[list[dict], float]:
-    network, tables, buffers = sweep_network(points, 2.0 * duration, short)
+    later = 2.0 * duration  # the start of the other points' flows in each run
+    network, tables, buffers = sweep_network(points, later, short)
     began = time.perf_counter()
     runs = simulate_exact(network, protocol or VCP(), tables, duration_s=duration, sample_s=sample,
                           seeds=list(range(len(points))), buffers=buffers)
@@ -113,7 +114,7 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None, s
                      "drop_fraction": float(run.drops.sel(link=link).values[late].sum() / max(arrived, 1.0)),
                      "timeouts": int(run.timeouts.values.sum()), "status": str(run.message.values)})
         if short is not None and short[k] is not None:
-            mine = (tables[k].start_s < 2.0 * duration) & np.isfinite(tables[k].size_packets)
+            mine = (tables[k].start_s < later) & np.isfinite(tables[k].size_packets)
             fct = run.fct.values[: mine.size][mine]
             rows[-1].update({"short_flows": int(mine.sum()), "short_finished": int(np.isfinite(fct).sum()),
                              "short_afct_s": float(np.nanmean(fct)) if np.isfinite(fct).any() else None})
@@ -151,9 +152,8 @@ def run_sweep(args, points, short=None, arrivals=None) -> dict:
     rows, wall = sweep(points, args.duration, args.sample, VCP(gamma=args.gamma, alpha=args.alpha), short)
     for row, rate in zip(rows, arrivals or ()):
         row["arrivals_per_s"] = rate
-        print(f"{rate:g} short flows/s: utilization {100 * row['utilization']:.1f} %, mean queue "
-              f"{100 * row['queue_mean_of_buffer']:.2f} % of the buffer, drops {100 * row['drop_fraction']:.3f} %, "
-              f"{row['short_finished']} of {row['short_flows']} short flows finished")
+    if arrivals:
+        print("short flows per second of the points above: " + ", ".join(f"{rate:g}" for rate in arrivals))
     out = {"rows": rows, "wall_s": wall, "simulated_s": args.duration * len(points), "duration_s": args.duration}
     print(f"the batch of {len(points)} runs of {args.duration:g} s: {wall:.0f} s wall "
           f"({wall / out['simulated_s']:.2f} s per simulated second)")
