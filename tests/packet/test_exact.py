@@ -132,7 +132,9 @@ def test_per_flow_series_add_up_to_each_flows_deliveries_and_change_nothing(prot
 def test_runs_that_differ_in_length_and_sample_grid_share_one_program(monkeypatch):
     """The run's end, sample spacing and number of samples are arguments of the compiled program:
     runs of one network that differ only in them compile once (samples rounded up to three
-    significant bits: 15 and 16 share), and the shorter run's samples are the longer one's first."""
+    significant bits: 15 and 16 share), and the shorter run's samples are the longer one's first.
+    So are the network's numbers (capacities, delays, buffers): a network of the same structure
+    with others shares the program and runs in it as in a program compiled for it alone."""
     from fluidcc.packet import _run_exact
     from fluidcc.packet.exact import sample_places
 
@@ -150,6 +152,17 @@ def test_runs_that_differ_in_length_and_sample_grid_share_one_program(monkeypatc
         np.testing.assert_array_equal(short[name].values, long[name].values[:, :15], err_msg=name)
     np.testing.assert_allclose(short.queue.values, long.queue.values[:, :15], rtol=1e-12)
     assert short.delivered.values.sum() < long.delivered.values.sum()
+    other = Network((Link("b", 0.8 * C, 0.03, buffer_packets=50),),
+                    tuple(Flow(f"f{i}", ("b",), access_delay_s=3e-5, interface_pps=16 * C) for i in range(2)))
+    shared = simulate_exact(other, TCP(), table, duration_s=0.5, sample_s=1 / 32, pool_size=POOL, flow_series=True)
+    assert len(_run_exact._CACHE) == 1
+    monkeypatch.setattr(_run_exact, "_CACHE", {})
+    alone = simulate_exact(other, TCP(), table, duration_s=0.5, sample_s=1 / 32, pool_size=POOL, flow_series=True)
+    assert (shared.status == 0).all() and (alone.status == 0).all()
+    assert shared.delivered.values.sum() != long.delivered.values.sum()  # its own numbers, not the first network's
+    for name, values in alone.data_vars.items():
+        if values.dtype.kind in "fiub" and not name.startswith("work_"):
+            np.testing.assert_array_equal(shared[name].values, values.values, err_msg=name)
     for duration in (0.25, 0.5):  # the default spacing: duration / 1000, so always 1000 samples
         simulate_exact(network, TCP(), table, duration_s=duration, pool_size=POOL)
         assert len(_run_exact._CACHE) == 2

@@ -59,13 +59,17 @@ def _shared_routes(route: np.ndarray) -> np.ndarray:
     return shared
 
 
-def compile_key(protocol, static) -> tuple:
+def compile_key(protocol, plan: Plan) -> tuple:
     """What a compiled simulation depends on besides shapes: the protocol's class and the settings
-    its program is built from (`compiled_settings`; the others are arguments) and every field of
-    `static` (a frozen dataclass of NumPy arrays and numbers: the run's `Plan`)."""
+    its program is built from (`compiled_settings`; the others are arguments) and the structure of
+    `plan`: every field but `Plan.NUMBERS` (arguments: their shapes count) and `Plan.HOST_ONLY`."""
     digest = hashlib.sha256()
-    for name in sorted(vars(static)):
-        value = getattr(static, name)
+    for name in sorted(vars(plan)):
+        value = getattr(plan, name)
+        if name in Plan.HOST_ONLY:
+            continue
+        if name in Plan.NUMBERS:
+            value = repr(np.shape(value))
         digest.update(name.encode() + (np.ascontiguousarray(value).tobytes() if isinstance(value, np.ndarray)
                                        else repr(value).encode()))
     return (type(protocol).__module__, type(protocol).__qualname__,
@@ -164,6 +168,7 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
                   else int(min(lanes, width)))
     pool = pool_size_for(plan, lane_count) if grow_pool else int(pool_size)
     params = protocol.params(network, plan, tables)
+    numbers = jax.tree_util.tree_map(jnp.asarray, plan.numbers())
     arrays = Flows(start=jnp.asarray(start), stop=jnp.asarray(stop), size=jnp.asarray(size))
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, dtype=jnp.uint32))
 
@@ -179,10 +184,10 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
         attempts += 1
         if mode == "vmap" or seeds.size == 1:
             run = _compiled(protocol, plan, shape, pool, int(receiver_runs), lane_count, seeds.size, flow_series)
-            out = jax.device_get(run(keys, arrays, params, timing))
+            out = jax.device_get(run(keys, arrays, params, timing, numbers))
         else:
             run = _compiled(protocol, plan, shape, pool, int(receiver_runs), lane_count, 1, flow_series)
-            out = _each_run(run, keys, arrays, params, timing)
+            out = _each_run(run, keys, arrays, params, timing, numbers)
         # default stores grow (x4) until no run fills them; the runs again, from the start
         status = np.asarray(out["status"])
         if grow_pool and np.any(status == 1) and pool < MAX_POOL_SIZE:
@@ -210,12 +215,12 @@ _CACHE: dict = {}
 BATCH_MODES = ("auto", "vmap", "threads")
 
 
-def _each_run(run, keys, arrays, params, timing) -> dict:
+def _each_run(run, keys, arrays, params, timing, numbers) -> dict:
     """The compiled one-run program `run` on each run of the call, as many at once as the machine
     has cores (JAX releases the GIL while it computes); outputs stacked over the runs."""
     def one(k: int):
         take = lambda tree: jax.tree_util.tree_map(lambda a: a[k:k + 1], tree)  # noqa: E731
-        return jax.device_get(run(take(keys), take(arrays), params, timing))
+        return jax.device_get(run(take(keys), take(arrays), params, timing, numbers))
 
     workers = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
                          int(keys.shape[0])))
@@ -239,9 +244,10 @@ def _forward_filled(values: np.ndarray) -> np.ndarray:
 def _compiled(protocol, plan: Plan, shape: tuple, pool: int, receiver_runs: int, lanes: int, runs: int,
               flow_series: bool = False):
     """The jitted run for this protocol and plan, vmapped over the runs (kept, so that JAX reuses its
-    compilation for every call of the same shapes; the parameters and the timing -- step, end,
-    sample spacing and samples -- are arguments). shape: (`fifo_links` at the run's end, the
-    places of the time series, `sample_places`).
+    compilation for every call of the same shapes; the parameters, the timing -- step, end,
+    sample spacing and samples -- and the plan's numbers, `Plan.numbers`, are arguments: networks
+    that differ only in capacities, delays and buffers share it). shape: (`fifo_links` at the
+    run's end, the places of the time series, `sample_places`).
     One run is not vmapped: a vmapped loop whose condition differs between runs selects its whole
     state (the packet pool, the receivers' store) between old and new at every iteration, which
     costs one run as much as a batch of them."""
@@ -251,22 +257,23 @@ def _compiled(protocol, plan: Plan, shape: tuple, pool: int, receiver_runs: int,
         if len(_CACHE) >= 32:
             _CACHE.pop(next(iter(_CACHE)))
 
-        def one(seed_key, flows_k, params, timing, batch_axis=None):
+        def one(seed_key, flows_k, params, timing, numbers, batch_axis=None):
             step, end, sample, samples = timing
-            return simulate_events(protocol, plan, flows_k, params, seed_key, step, end_s=end, sample_s=sample,
+            return simulate_events(protocol, plan.with_numbers(numbers), flows_k, params, seed_key, step, end_s=end,
+                                   sample_s=sample,
                                    samples=samples, sample_room=room, fifo=fifo, pool_size=pool,
                                    receiver_runs=receiver_runs, lanes=lanes, batch_axis=batch_axis,
                                    flow_series=flow_series)
 
         if runs == 1:
-            def single(seed_keys, flows, params, timing):
+            def single(seed_keys, flows, params, timing, numbers):
                 take = lambda tree: jax.tree_util.tree_map(lambda a: a[0], tree)  # noqa: E731
-                out = one(take(seed_keys), take(flows), params, timing)
+                out = one(take(seed_keys), take(flows), params, timing, numbers)
                 return jax.tree_util.tree_map(lambda a: a[None], out)
             _CACHE[key] = jax.jit(single)
         else:
-            _CACHE[key] = jax.jit(jax.vmap(lambda k, f, p, s: one(k, f, p, s, batch_axis="runs"),
-                                           in_axes=(0, 0, None, None), axis_name="runs"))
+            _CACHE[key] = jax.jit(jax.vmap(lambda k, f, p, s, n: one(k, f, p, s, n, batch_axis="runs"),
+                                           in_axes=(0, 0, None, None, None), axis_name="runs"))
     return _CACHE[key]
 
 

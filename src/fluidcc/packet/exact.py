@@ -151,14 +151,23 @@ class Hop(NamedTuple):
 
 @dataclass(frozen=True)
 class Plan:
-    """The static description of a simulation (NumPy arrays; JAX constants inside).
+    """The static description of a simulation (NumPy arrays).
 
     Per link (L): propagation_s, buffer (packets), schedule_s (L, S) times from which a capacity
     holds (inf padding), capacity_Bps (L, S) bytes/s, ring (a power of two > the largest buffer + 1).
     Per flow (F): route (F, H) and reverse (F, R) link indices (-1 past the end), route_length,
     reverse_length (0: the ACKs return over a fixed delay, back_s), access_s, interface_Bps.
     link_order: the order links are processed in a step; lookahead_s and the hop that sets it.
+
+    The fields in `NUMBERS` (delays, buffers, capacities) enter a compiled simulation as arguments
+    (`numbers`, `with_numbers`); the others -- the structure: routes, link order, ring, packet
+    sizes -- are constants of it. Networks of one structure and shape share a program.
     """
+
+    #: The fields that are arguments of a compiled simulation, not constants in it.
+    NUMBERS = ("propagation_s", "buffer", "schedule_s", "capacity_Bps", "back_s", "access_s", "interface_Bps")
+    #: Fields read only outside a compiled simulation (`check_step`, `pool_size_for`).
+    HOST_ONLY = ("lookahead_s", "lookahead_hop")
 
     propagation_s: np.ndarray
     buffer: np.ndarray
@@ -181,6 +190,16 @@ class Plan:
     @property
     def n_links(self) -> int:
         return int(self.propagation_s.shape[0])
+
+    def numbers(self) -> dict:
+        """The `NUMBERS` fields, as float64 arrays: the compiled simulation's `numbers` argument."""
+        return {name: np.asarray(getattr(self, name), np.float64) for name in Plan.NUMBERS}
+
+    def with_numbers(self, numbers: dict) -> "Plan":
+        """This plan's structure with `numbers` (traced, inside a compiled simulation) for its
+        `NUMBERS`; the `HOST_ONLY` fields are left out (NaN, None), so that no compiled code reads
+        another network's."""
+        return dataclasses.replace(self, **numbers, lookahead_s=math.nan, lookahead_hop=None)
 
     @property
     def n_flows(self) -> int:
