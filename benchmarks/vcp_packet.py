@@ -10,9 +10,10 @@ each run, as the paper's.
   `fig4`: RTT sweep (`--rtts` ms; 150 Mb/s x `--scale`, 50 x `--scale` flows each way, so that
   each flow has the paper's rate), `fig5`: flow-count sweep (`--flows`, each way; 150 Mb/s x
   `--scale`, 80 ms: `--flows 1 10 50 100` at scale 0.1 spans the per-flow BDPs of the paper's
-  10 ... 1000 flows); `--gamma` sets the routers' target utilization and `--alpha` the AI step
-  (all but `random`). Each sweep is ONE batch: its points are disjoint link pairs of one network,
-  one run per point whose flow table uses only its pair. Per point: the forward link's
+  10 ... 1000 flows); `--gamma` sets the routers' target utilization, `--alpha` the AI step
+  and `--min-rto` the senders' retransmission timer floor (all but `random`). Each sweep is ONE
+  batch: its points are disjoint link pairs of one network, one run per point whose flow table
+  uses only its pair. Per point: the forward link's
   utilization (every byte served, ACKs included, over the capacity), its mean queue and its
   largest per-sample mean queue as fractions of the buffer, and the fraction of the packets that
   reached it that it dropped. A point given more than once (`--rtts 200 200 200`) runs with other
@@ -146,10 +147,15 @@ def ns3_cost(points, duration: float) -> dict:
     return {"wall_s": wall, "per_run_wall_s": [r.get("wall_s") for r in results]}
 
 
+def protocol_of(args) -> VCP:
+    """VCP with the options' router target, AI step and retransmission timer floor."""
+    return VCP(gamma=args.gamma, alpha=args.alpha, min_rto_s=args.min_rto)
+
+
 def run_sweep(args, points, short=None, arrivals=None) -> dict:
     """The sweep of `points` as one batch (`short`, `arrivals`: each point's short flows and their
     arrival rate, fig6), its cost, the summary of repeated points and ns-3's cost if asked."""
-    rows, wall = sweep(points, args.duration, args.sample, VCP(gamma=args.gamma, alpha=args.alpha), short)
+    rows, wall = sweep(points, args.duration, args.sample, protocol_of(args), short)
     for row, rate in zip(rows, arrivals or ()):
         row["arrivals_per_s"] = rate
     if arrivals:
@@ -206,7 +212,7 @@ def fig7(args) -> dict:
         reverse = tuple(Flow(f"rev[{k}]", tuple(f"l{j}r" for j in range(7, 0, -1))) for k in range(n_long))
         two_way = Network(links, network.flows + reverse)
         began = time.perf_counter()
-        run = simulate_exact(two_way, VCP(gamma=args.gamma, alpha=args.alpha), duration_s=args.duration,
+        run = simulate_exact(two_way, protocol_of(args), duration_s=args.duration,
                              sample_s=args.sample, flow_series=True).isel(run=0)
         wall = time.perf_counter() - began
         late = run.sample_time.values > 0.2 * args.duration
@@ -299,6 +305,8 @@ def main() -> int:
                         help="the routers' target utilization (fig3-fig7; Table 1's 0.98 by default)")
     parser.add_argument("--alpha", type=float, default=VCP.alpha,
                         help="the AI step, scaled by (rtt / t_rho)^2 (fig3-fig7; Table 1's 1.0 by default)")
+    parser.add_argument("--min-rto", type=float, default=VCP.min_rto_s,
+                        help="the senders' retransmission timer floor, s (fig3-fig7; 0.2 by default)")
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--sample", type=float, default=0.1)
     parser.add_argument("--ns3", action="store_true")
