@@ -23,9 +23,9 @@ PACKET_TIME = 1.0 / C
 POOL = 512  # packets and ACKs a run may hold: enough here (a full pool is a run's status, checked)
 
 
-def dumbbell(n: int, buffer: int = 40) -> Network:
-    bottleneck = Link("b", C, 0.02, buffer_packets=buffer)
-    return Network((bottleneck,), tuple(Flow(f"f{i}", ("b",), access_delay_s=1e-5, interface_pps=20 * C)
+def dumbbell(n: int, buffer: int = 40, capacity: float = C, delay_s: float = 0.02, access_s: float = 1e-5) -> Network:
+    bottleneck = Link("b", capacity, delay_s, buffer_packets=buffer)
+    return Network((bottleneck,), tuple(Flow(f"f{i}", ("b",), access_delay_s=access_s, interface_pps=20 * capacity)
                                         for i in range(n)))
 
 
@@ -152,8 +152,7 @@ def test_runs_that_differ_in_length_and_sample_grid_share_one_program(monkeypatc
         np.testing.assert_array_equal(short[name].values, long[name].values[:, :15], err_msg=name)
     np.testing.assert_allclose(short.queue.values, long.queue.values[:, :15], rtol=1e-12)
     assert short.delivered.values.sum() < long.delivered.values.sum()
-    other = Network((Link("b", 0.8 * C, 0.03, buffer_packets=50),),
-                    tuple(Flow(f"f{i}", ("b",), access_delay_s=3e-5, interface_pps=16 * C) for i in range(2)))
+    other = dumbbell(2, buffer=50, capacity=0.8 * C, delay_s=0.03, access_s=3e-5)
     shared = simulate_exact(other, TCP(), table, duration_s=0.5, sample_s=1 / 32, pool_size=POOL, flow_series=True)
     assert len(_run_exact._CACHE) == 1
     monkeypatch.setattr(_run_exact, "_CACHE", {})

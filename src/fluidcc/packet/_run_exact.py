@@ -260,8 +260,7 @@ def _compiled(protocol, plan: Plan, shape: tuple, pool: int, receiver_runs: int,
         def one(seed_key, flows_k, params, timing, numbers, batch_axis=None):
             step, end, sample, samples = timing
             return simulate_events(protocol, plan.with_numbers(numbers), flows_k, params, seed_key, step, end_s=end,
-                                   sample_s=sample,
-                                   samples=samples, sample_room=room, fifo=fifo, pool_size=pool,
+                                   sample_s=sample, samples=samples, sample_room=room, fifo=fifo, pool_size=pool,
                                    receiver_runs=receiver_runs, lanes=lanes, batch_axis=batch_axis,
                                    flow_series=flow_series)
 

@@ -197,9 +197,9 @@ class Plan:
 
     def with_numbers(self, numbers: dict) -> "Plan":
         """This plan's structure with `numbers` (traced, inside a compiled simulation) for its
-        `NUMBERS`; the `HOST_ONLY` fields are left out (NaN, None), so that no compiled code reads
+        `NUMBERS`; the `HOST_ONLY` fields are left out (None), so that no compiled code reads
         another network's."""
-        return dataclasses.replace(self, **numbers, lookahead_s=math.nan, lookahead_hop=None)
+        return dataclasses.replace(self, **numbers, **dict.fromkeys(Plan.HOST_ONLY))
 
     @property
     def n_flows(self) -> int:
