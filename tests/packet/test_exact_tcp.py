@@ -207,7 +207,10 @@ def test_the_sender_answers_the_syn_ack_with_a_pure_ack_before_its_data(monkeypa
     monkeypatch.setattr(_run_exact, "_CACHE", {})
     network = Network((Link("l", 1000.0, 0.01),), (Flow("f", ("l",)),))
     flows = FlowTable(np.array([0.0]), np.array([1.0]))
-    runs = {answer: simulate_exact(network, TCP(handshake_ack=answer), flows, duration_s=1.0).isel(run=0)
+    # (the stores of the first run of `test_receivers_keep_every_hole_by_default...`, on a network of
+    # the same structure: its program)
+    runs = {answer: simulate_exact(network, TCP(handshake_ack=answer), flows, duration_s=1.0, pool_size=1024,
+                                   receiver_runs=64).isel(run=0)
             for answer in (True, False)}
     assert len(_run_exact._CACHE) == 1
     with_ack, without = runs[True], runs[False]

@@ -168,6 +168,7 @@ def test_the_command_line_names_the_cluster_flags(tmp_path):
 SCENARIO = """
 duration = "1.5s"
 seed = 1
+pool_size = 4096  # no run fills it: one program (a default pool is grown for some runs, a second)
 [network]
 packet_bytes = 1000
 [[network.links]]
