@@ -12,8 +12,8 @@ each run, as the paper's.
   `--scale`, 80 ms: `--flows 1 10 50 100` at scale 0.1 spans the per-flow BDPs of the paper's
   10 ... 1000 flows); `--gamma` sets the routers' target utilization, `--alpha` the AI step
   and `--min-rto` the senders' retransmission timer floor (all but `random`). Each sweep is ONE
-  batch: its points are disjoint link pairs of one network, one run per point whose flow table
-  uses only its pair. Per point: the forward link's
+  batch (`fluidcc.scenarios.vcp_sweep`): its points are disjoint link pairs of one network, one
+  run per point whose flow table uses only its pair. Per point: the forward link's
   utilization (every byte served, ACKs included, over the capacity), its mean queue and its
   largest per-sample mean queue as fractions of the buffer, and the fraction of the packets that
   reached it that it dropped. A point given more than once (`--rtts 200 200 200`) runs with other
@@ -63,39 +63,13 @@ from fluidcc.maxmin import maxmin
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import VCP
-from fluidcc.packet.workloads import FlowTable, Pareto, PoissonArrivals
+from fluidcc.packet.workloads import Pareto, PoissonArrivals
 from fluidcc.units import mbps_to_pps
-
-
-def sweep_network(points, later: float, short=None) -> tuple[Network, list[FlowTable], np.ndarray]:
-    """(the network of every point's link pair, one flow table per point, the buffers): point k is
-    (capacity_pps, rtt_s, n) with n flows each way; its forward link f<k> and reverse link r<k>
-    have one quarter of the RTT as delay each, and so has every sender's access. short: per point,
-    None or a FlowTable of short flows on its forward link (their route index is ignored)."""
-    links, flows, buffers, starts, routes, sizes = [], [], [], [], [], []
-    for k, (capacity, rtt, n) in enumerate(points):
-        links += [Link(f"f{k}", capacity, rtt / 4, source=f"a{k}", target=f"b{k}"),
-                  Link(f"r{k}", capacity, rtt / 4, source=f"b{k}", target=f"a{k}")]
-        flows += [Flow(f"fwd{k}", (f"f{k}",), access_delay_s=rtt / 4), Flow(f"rev{k}", (f"r{k}",), access_delay_s=rtt / 4)]
-        buffers += [max(math.ceil(capacity * rtt), 2 * n)] * 2
-        starts.append(np.random.default_rng(k).uniform(0.0, 1.0, 2 * n))
-        routes.append(np.array([2 * k] * n + [2 * k + 1] * n))
-        sizes.append(np.full(2 * n, np.inf))
-        if short is not None and short[k] is not None:
-            starts[-1] = np.concatenate([starts[-1], short[k].start_s])
-            routes[-1] = np.concatenate([routes[-1], np.full(short[k].start_s.size, 2 * k)])
-            sizes[-1] = np.concatenate([sizes[-1], short[k].size_packets])
-    # the runs share one flow table layout (every point's flows); in run k the other points' flows
-    # start after the end
-    tables = [FlowTable(np.concatenate([s if j == k else np.full(s.shape, later) for j, s in enumerate(starts)]),
-                        np.concatenate(sizes), route=np.concatenate(routes))
-              for k in range(len(points))]
-    return Network(tuple(links), tuple(flows)), tables, np.array(buffers, dtype=float)
 
 
 def sweep(points, duration: float, sample: float, protocol: VCP | None = None, short=None) -> tuple[list[dict], float]:
     later = 2.0 * duration  # the start of the other points' flows in each run
-    network, tables, buffers = sweep_network(points, later, short)
+    network, tables, buffers = scenarios.vcp_sweep(points, later_s=later, short=short)
     began = time.perf_counter()
     runs = simulate_exact(network, protocol or VCP(), tables, duration_s=duration, sample_s=sample,
                           seeds=list(range(len(points))), buffers=buffers)

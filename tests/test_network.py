@@ -325,6 +325,37 @@ def test_scenarios_check_their_counts_and_random_networks_follow_the_seed():
         mbps_to_pps(50)] + [mbps_to_pps(100)] * 3
 
 
+def test_the_vcp_sweep_is_one_network_of_link_pairs_with_a_flow_table_per_point():
+    """Point k: links f<k> and r<k> of its capacity, a quarter of its RTT each, n flows each way whose
+    round trip is the RTT, buffers max(BDP, 2 per flow); run k starts only point k's flows before
+    `later_s`, and point 1's short flows ride its forward link."""
+    from fluidcc.packet.workloads import FlowTable
+
+    short = FlowTable(np.array([0.5, 2.0]), np.array([3.0, 40.0]), route=np.array([9, 9]))
+    points = [(1000.0, 0.08, 3), (250.0, 0.2, 40)]
+    network, tables, buffers = scenarios.vcp_sweep(points, later_s=99.0, short=[None, short])
+    assert [link.name for link in network.links] == ["f0", "r0", "f1", "r1"]
+    assert network.capacities_pps.tolist() == [1000.0, 1000.0, 250.0, 250.0]
+    assert network.rtt_s.tolist() == pytest.approx([0.08, 0.08, 0.2, 0.2])
+    assert buffers.tolist() == [80.0, 80.0, 80.0, 80.0]  # BDP 80 at point 0; 2 x 40 flows at point 1 (BDP 50)
+    assert len(tables) == 2 and all(len(t) == 2 * 3 + 2 * 40 + 2 for t in tables)
+    for k, table in enumerate(tables):
+        mine = np.concatenate([np.full(6, k == 0), np.full(82, k == 1)])
+        assert np.all(table.start_s[mine] < 2.5) and np.all(table.start_s[~mine] == 99.0)
+        assert table.route.tolist() == [0] * 3 + [1] * 3 + [2] * 40 + [3] * 40 + [2, 2]
+        assert np.isinf(table.size_packets[:86]).all() and table.size_packets[86:].tolist() == [3.0, 40.0]
+    again = scenarios.vcp_sweep(points, later_s=99.0, short=[None, short])[1]
+    assert all(np.array_equal(a.start_s, b.start_s) for a, b in zip(tables, again))  # start times from seed k
+    with pytest.raises(ParameterError, match="points"):
+        scenarios.vcp_sweep([], later_s=1.0)
+    with pytest.raises(ParameterError, match=r"points\[1\]"):
+        scenarios.vcp_sweep([(1000.0, 0.08, 3), (1000.0, -0.1, 3)], later_s=1.0)
+    with pytest.raises(ParameterError, match=r"points\[0\] flows = 0"):
+        scenarios.vcp_sweep([(1000.0, 0.08, 0)], later_s=1.0)
+    with pytest.raises(ParameterError, match="short"):
+        scenarios.vcp_sweep(points, later_s=1.0, short=[None])
+
+
 def test_a_network_keeps_the_packet_size_it_was_written_in(tmp_path):
     path = tmp_path / "net.toml"
     path.write_text('packet_bytes = 1500\n[[links]]\nname = "l"\ncapacity = "12Mbps"\ndelay = "10ms"\n'

@@ -201,3 +201,50 @@ def qcp_fig10(*, n_group0: int = 5, n_group1: int = 5, capacity0_mbps: float = 5
     flows = [Flow(f"g0[{k}]", ("l0", "l1")) for k in range(n_group0)]
     flows += [Flow(f"g1[{k}]", ("l1",)) for k in range(n_group1)]
     return Network(links, tuple(flows))
+
+
+def vcp_sweep(points, *, later_s: float, short=None):
+    """The VCP paper's section 4 sweeps (Figs. 3-6) as ONE batch of packet-level runs: the
+    network, one flow table per run and the buffers (`fluidcc.packet.simulate_exact`'s `flows` and
+    `buffers`).
+
+    Point k is (capacity_pps, rtt_s, n): a forward link ``f<k>`` (node ``a<k>`` to ``b<k>``) and a
+    reverse link ``r<k>`` (back), each of capacity_pps and one quarter of the RTT of delay, with
+    n long-lived flows each way, two-way traffic as in the paper (the reverse flows' data shares
+    ``r<k>`` with the forward flows' ACKs); every sender's access delay is the last quarter, so
+    the round trip is rtt_s. Buffers max(BDP, 2 packets per flow) on both links, as the paper's.
+    Point k's flows start uniformly in the first second (drawn from seed k). The points are
+    disjoint link pairs of one network, so that one compiled program runs them all: in run k the
+    other points' flows start at `later_s`, which should lie after the run's end. short: per
+    point, None or a `fluidcc.packet.workloads.FlowTable` of short flows on its forward link
+    (their route index is ignored), appended to its long-lived flows (Fig. 6).
+    """
+    from .packet.workloads import FlowTable  # the packet layer imports this module's networks
+
+    if not points:
+        raise ParameterError("points", points, "one or more (capacity_pps, rtt_s, flows each way)")
+    for k, point in enumerate(points):
+        capacity, rtt, n = point
+        if not (np.isfinite(capacity) and capacity > 0 and np.isfinite(rtt) and rtt > 0):
+            raise ParameterError(f"points[{k}]", point, "a capacity > 0 packets/s and an RTT > 0 s")
+        _whole(f"points[{k}] flows", n)
+    if short is not None and len(short) != len(points):
+        raise ParameterError("short", len(short), f"one entry (a FlowTable or None) per point: {len(points)}")
+    links, flows, buffers, starts, routes, sizes = [], [], [], [], [], []
+    for k, (capacity, rtt, n) in enumerate(points):
+        links += [Link(f"f{k}", capacity, rtt / 4, source=f"a{k}", target=f"b{k}"),
+                  Link(f"r{k}", capacity, rtt / 4, source=f"b{k}", target=f"a{k}")]
+        flows += [Flow(f"fwd{k}", (f"f{k}",), access_delay_s=rtt / 4),
+                  Flow(f"rev{k}", (f"r{k}",), access_delay_s=rtt / 4)]
+        buffers += [max(int(np.ceil(capacity * rtt)), 2 * n)] * 2
+        starts.append(np.random.default_rng(k).uniform(0.0, 1.0, 2 * n))
+        routes.append(np.array([2 * k] * n + [2 * k + 1] * n))
+        sizes.append(np.full(2 * n, np.inf))
+        if short is not None and short[k] is not None:
+            starts[-1] = np.concatenate([starts[-1], short[k].start_s])
+            routes[-1] = np.concatenate([routes[-1], np.full(short[k].start_s.size, 2 * k)])
+            sizes[-1] = np.concatenate([sizes[-1], short[k].size_packets])
+    tables = [FlowTable(np.concatenate([s if j == k else np.full(s.shape, later_s) for j, s in enumerate(starts)]),
+                        np.concatenate(sizes), route=np.concatenate(routes))
+              for k in range(len(points))]
+    return Network(tuple(links), tuple(flows)), tables, np.array(buffers, dtype=float)
