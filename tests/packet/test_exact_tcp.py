@@ -17,7 +17,7 @@ from fluidcc.errors import ParameterError
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import _run_exact, simulate_exact
 from fluidcc.packet.exact import ACK, Ack, Flows, Receivers, _receive_one
-from fluidcc.packet.exact_protocols import TCP, XCP
+from fluidcc.packet.exact_protocols import IXCP, TCP, XCP
 from fluidcc.packet.exact_protocols.tcp import LOSS, OPEN, RECOVERY, TCPParams
 from fluidcc.packet.workloads import FlowTable
 
@@ -252,8 +252,9 @@ def test_a_handshake_ack_that_meets_a_full_queue_is_dropped_and_counted_as_contr
 
 def test_tcps_of_other_settings_share_a_compiled_program_and_other_protocols_do_not(monkeypatch):
     """Every TCP setting reaches the program as an argument (`params`) or through the plan (the
-    ACK size), so the cache key of the compiled run does not hold them; XCP's settings build its
-    program (its variant, the window rounding), so they stay in its key. Run on one program, two
+    ACK size), so the cache key of the compiled run does not hold them; so does XCP's variant (XCP
+    and iXCP run one program), while its window rounding builds its program and stays in its key.
+    Run on one program, two
     TCPs that differ in limited transmit (the first two duplicate ACKs send new data, or not) on a
     2-packet buffer differ as they should."""
     monkeypatch.setattr(_run_exact, "_CACHE", {})
@@ -270,6 +271,9 @@ def test_tcps_of_other_settings_share_a_compiled_program_and_other_protocols_do_
                   TCP(limited_transmit=False, handshake_ack=False), TCP(mss_bytes=948)):
         assert _run_exact.compile_key(other, plan) == plain, other
     assert _run_exact.compile_key(XCP(), plan) != _run_exact.compile_key(XCP(window_rounding=False), plan)
+    assert _run_exact.compile_key(XCP(), plan) == _run_exact.compile_key(IXCP(), plan)
+    assert _run_exact.compile_key(IXCP(window_rounding=False), plan) == _run_exact.compile_key(
+        XCP(variant="ixcp", window_rounding=False), plan) != _run_exact.compile_key(IXCP(), plan)
 
 
 @pytest.mark.parametrize("bad", [1, "yes", None])

@@ -109,12 +109,13 @@ def test_a_lone_flow_fills_an_idle_link_in_the_intervals_the_controller_predicts
     assert int(run.dropped.sum()) == 0
 
 
-def _router_params(packet_bytes=1000.0):
+def _router_params(packet_bytes=1000.0, variant="xcp"):
     zero = jnp.asarray(0.0)
     return XCPParams(alpha=jnp.asarray(0.4), beta=jnp.asarray(0.226), gamma=jnp.asarray(0.1),
                      packet_bytes=jnp.asarray(packet_bytes), ack_bytes=jnp.asarray(40.0),
                      initial_window=jnp.asarray(packet_bytes), initial_interval=jnp.full(2, 0.1),
-                     schedule_s=jnp.zeros((2, 1)), capacity_pps=jnp.ones((2, 1)), min_rto=zero, initial_rto=zero)
+                     schedule_s=jnp.zeros((2, 1)), capacity_pps=jnp.ones((2, 1)), min_rto=zero, initial_rto=zero,
+                     ixcp=jnp.asarray(variant == "ixcp"))
 
 
 @pytest.mark.parametrize("protocol", [XCP(), IXCP()], ids=["xcp", "ixcp"])
@@ -122,7 +123,7 @@ def test_only_the_smallest_feedback_along_the_path_reaches_the_sender(protocol):
     """A data packet crosses two routers whose factors give it different feedback; in either order it
     leaves with the smaller, and names the link that gave it as the next bottleneck; a router
     never raises the feedback; ACKs are left alone."""
-    params = _router_params()
+    params = _router_params(variant=protocol.variant)
     router = protocol.router_init(params, 2)
     # link 0's factors give the packet +400 bytes (p_i = xi_p rtt^2 s / cwnd), link 1's -300 (n_i = xi_n rtt s)
     rtt, cwnd, s = 0.1, 20_000.0, 1000.0
@@ -152,10 +153,11 @@ def test_only_the_smallest_feedback_along_the_path_reaches_the_sender(protocol):
 
 def test_ixcp_shuffles_only_among_the_flows_bottlenecked_at_the_link():
     """With only shuffled bandwidth (phi = 0) in force, iXCP gives a packet whose bottleneck is
-    another link no feedback at all, and one bottlenecked here its share; XCP gives both."""
-    params = _router_params()
+    another link no feedback at all, and one bottlenecked here its share; XCP gives both. (The
+    variant reaches the routers as an argument, `params.ixcp`: both run one compiled program.)"""
     rtt, cwnd, s = 0.1, 20_000.0, 1000.0
     for protocol in (XCP(), IXCP()):
+        params = _router_params(variant=protocol.variant)
         router = protocol.router_init(params, 2)
         router = {**router, "xi_p_shuffle": router["xi_p_shuffle"].at[0].set(2.0 * 400.0 / (rtt * rtt * s / cwnd)),
                   "xi_n_shuffle": router["xi_n_shuffle"].at[0].set(400.0 / (rtt * s))}

@@ -60,8 +60,10 @@ def _shared_routes(route: np.ndarray) -> np.ndarray:
 
 
 def compile_key(protocol, plan: Plan) -> tuple:
-    """What a compiled simulation depends on besides shapes: the protocol's class and the settings
-    its program is built from (`compiled_settings`; the others are arguments) and the structure of
+    """What a compiled simulation depends on besides shapes: the protocol's class (its
+    `program_class` where it has one: a variant whose differences are all arguments runs its
+    family's program) and the settings its program is built from (`compiled_settings`; the others
+    are arguments) and the structure of
     `plan`: every field but `Plan.NUMBERS` (arguments: their shapes count) and `Plan.HOST_ONLY`."""
     digest = hashlib.sha256()
     for name in sorted(vars(plan)):
@@ -72,7 +74,8 @@ def compile_key(protocol, plan: Plan) -> tuple:
             value = repr(np.shape(value))
         digest.update(name.encode() + (np.ascontiguousarray(value).tobytes() if isinstance(value, np.ndarray)
                                        else repr(value).encode()))
-    return (type(protocol).__module__, type(protocol).__qualname__,
+    family = getattr(protocol, "program_class", None) or type(protocol)
+    return (family.__module__, family.__qualname__,
             json.dumps(protocol.compiled_settings(), sort_keys=True), digest.hexdigest())
 
 

@@ -105,6 +105,7 @@ class XCPParams(NamedTuple):
     capacity_pps: jax.Array  # (L, S)
     min_rto: jax.Array
     initial_rto: jax.Array
+    ixcp: jax.Array  # the variant: iXCP's routers shuffle among the flows bottlenecked at the link
 
 
 def initial_intervals(network) -> np.ndarray:
@@ -150,6 +151,8 @@ class XCP(WindowSender, FieldSettings):
     min_rto_s: float = 1.0
     name = "xcp"
     header_size = len(HEADER)
+    #: XCP and iXCP run one program (`fluidcc.packet._run_exact.compile_key`): the variant is an argument.
+    program_class = property(lambda self: XCP)
     rate_field = FEEDBACK  # (the base class's `rate` then holds the last feedback; unused)
 
     def __post_init__(self):
@@ -173,7 +176,12 @@ class XCP(WindowSender, FieldSettings):
                          ack_bytes=jnp.asarray(float(plan.ack_bytes)),
                          initial_window=jnp.asarray(math.floor(self.initial_window) * float(plan.data_bytes)),
                          initial_interval=jnp.asarray(initial_intervals(network)),
-                         **shared_params(plan, self.min_rto_s))
+                         **shared_params(plan, self.min_rto_s), ixcp=jnp.asarray(self.variant == "ixcp"))
+
+    def compiled_settings(self) -> dict:
+        """Every setting but the variant, which reaches the program as an argument (`params.ixcp`):
+        XCP and iXCP on one network share a compilation."""
+        return {name: value for name, value in self.settings().items() if name != "variant"}
 
     # ------------------------------------------------------------------------ routers
     def router_init(self, params: XCPParams, n_links: int):
@@ -196,7 +204,7 @@ class XCP(WindowSender, FieldSettings):
         y = router["input_bytes"][link] / elapsed  # bytes/s
         queue = jnp.minimum(router["queue"][link], waiting) * mean_arrival_bytes(router, link, params.packet_bytes)
         phi = params.alpha * d * (capacity_Bps - y) - params.beta * queue  # eq. (1), bytes
-        own = y if self.variant == "xcp" else router["own_bytes"][link] / elapsed
+        own = jnp.where(params.ixcp, router["own_bytes"][link] / elapsed, y)
         shuffle = jnp.maximum(0.0, params.gamma * own * d - jnp.abs(phi))  # eq. (2) / eq. (3), bytes
         per_interval = d / elapsed  # the sums of the last interval, per control interval
 
@@ -217,7 +225,7 @@ class XCP(WindowSender, FieldSettings):
         size = jnp.where(kind == DATA, params.packet_bytes, params.ack_bytes)
         rtt, cwnd = header[RTT], jnp.maximum(header[CWND], params.packet_bytes)
         counted = accepted & (kind == DATA) & (rtt > 0)
-        own = counted & ((header[BOTTLENECK] == link) if self.variant == "ixcp" else True)
+        own = counted & (jnp.logical_not(params.ixcp) | (header[BOTTLENECK] == link))
         s = params.packet_bytes
         added = {"input_bytes": size, "input_packets": 1.0, "rtt_bytes": jnp.where(counted, rtt * s, 0.0),
                  "bytes": jnp.where(counted, s, 0.0), "per_window": jnp.where(counted, rtt * s / cwnd, 0.0),
