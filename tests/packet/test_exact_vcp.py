@@ -406,3 +406,30 @@ def test_the_8_bit_code_applies_the_load_factor_itself():
     far = _link(10.0, 1.0, 1)  # RTT 1 s: (1 + xi(0.1))^5 - 1 = 360 is bounded by 1 / 0.1 - 1 = 9
     params, flows, s = _sender(far, protocol)
     assert float(_ack(protocol, params, flows, s, 5.0, 0.1, 1.0)["cwnd"][0]) - 100.0 == pytest.approx(9.0)
+
+
+def test_vcps_of_other_gains_share_a_compiled_program_and_run_in_it_as_alone(monkeypatch):
+    """Every VCP setting but the code width reaches the program as an argument: VCPs that differ
+    in them share one compilation (the 8-bit code does not), and a VCP of other gains run in the
+    program compiled for the defaults gives what a program compiled for it alone gives."""
+    from fluidcc.packet import _run_exact
+
+    plan = Plan.build(_link(5.0, 0.08, 2), np.arange(2), VCP.ack_bytes)
+    key = _run_exact.compile_key(VCP(), plan)
+    for other in (VCP(gamma=0.9, alpha=2.0, beta=0.5, kappa=0.1, kappa_q=0.3), VCP(t_rho_s=0.3, t_q_s=0.02),
+                  VCP(max_mi_gain=0.1, max_ai_packets=4.0, initial_window=3, min_rto_s=1.0)):
+        assert _run_exact.compile_key(other, plan) == key, other
+    assert _run_exact.compile_key(VCP(code_bits=8), plan) != key
+    monkeypatch.setattr(_run_exact, "_CACHE", {})
+    # a BDP of 10 packets and windows of 6 from the start: MDs within the 8 s
+    network, other = _link(1.0, 0.08, 2), VCP(initial_window=6, beta=0.5, alpha=2.0, t_rho_s=0.3)
+    default = simulate_exact(network, VCP(initial_window=6), duration_s=8.0, sample_s=0.1)
+    shared = simulate_exact(network, other, duration_s=8.0, sample_s=0.1)
+    assert len(_run_exact._CACHE) == 1
+    monkeypatch.setattr(_run_exact, "_CACHE", {})
+    alone = simulate_exact(network, other, duration_s=8.0, sample_s=0.1)
+    assert (default.status == 0).all() and (alone.status == 0).all() and int(alone.decreases.min()) > 0
+    assert not np.array_equal(shared.served.values, default.served.values)  # its own gains, not the defaults'
+    for name, values in alone.data_vars.items():
+        if values.dtype.kind in "fiub" and not name.startswith("work_"):
+            np.testing.assert_array_equal(shared[name].values, values.values, err_msg=name)

@@ -208,6 +208,11 @@ class VCP(WindowSender, FieldSettings):
                          packet_bytes=scalar(plan.data_bytes), initial_window=scalar(math.floor(self.initial_window)),
                          **shared_params(plan, self.min_rto_s))
 
+    def compiled_settings(self) -> dict:
+        """Only the code width builds the program; every other setting reaches it as an argument
+        (`params`), so that runs of other gains, intervals or bounds share one compilation."""
+        return {"code_bits": self.code_bits}
+
     # ------------------------------------------------------------------------ routers
     def router_init(self, params: VCPParams, n_links: int):
         zeros = jnp.zeros(n_links)
