@@ -27,7 +27,8 @@ each run, as the paper's.
   each point's short flows finished within the run beside its figures.
 - `fig7`: the parking lot (`fluidcc.scenarios.vcp_parking_lot`, `--scale` x its 100 Mb/s, link 4
   at half; `--n-long` and `--n-cross` flows, by default 50 and 5 x `--scale`, so that each flow
-  has the paper's rate) with as many flows on the reverse path as long ones; each class's rate
+  has the paper's rate) with as many flows on the reverse path as long ones (none with
+  `--one-way`); each class's rate
   against the max-min rates the MIAIMD fluid model settles at (Theorem 2): the paper's direction
   is that VCP gives the long flows less and the cross flows more.
 - `random`: random networks (`fluidcc.scenarios.random_network`: 4 links of 10-40 Mb/s before
@@ -183,7 +184,8 @@ def fig7(args) -> dict:
                       for j, l in enumerate(network.links))
         links += tuple(Link(f"{l.name}r", l.capacity_pps, l.delay_s, source=f"n{j + 1}", target=f"n{j}")
                        for j, l in enumerate(network.links))
-        reverse = tuple(Flow(f"rev[{k}]", tuple(f"l{j}r" for j in range(7, 0, -1))) for k in range(n_long))
+        reverse = tuple(Flow(f"rev[{k}]", tuple(f"l{j}r" for j in range(7, 0, -1)))
+                        for k in range(0 if args.one_way else n_long))
         two_way = Network(links, network.flows + reverse)
         began = time.perf_counter()
         run = simulate_exact(two_way, protocol_of(args), duration_s=args.duration,
@@ -272,6 +274,8 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=0.1, help="x the paper's capacities (fig4, fig5, fig7)")
     parser.add_argument("--n-long", type=int, default=None, help="long flows of the parking lot (fig7)")
     parser.add_argument("--n-cross", type=int, default=None, help="cross flows per link of the parking lot (fig7)")
+    parser.add_argument("--one-way", action="store_true",
+                        help="no reverse flows on the parking lot: only the forward flows' ACKs go back (fig7)")
     parser.add_argument("--n", type=int, default=None, help="flows each way (fig4; default 50 x scale)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="random networks (random)")
     parser.add_argument("--per-rtt", type=float, default=10.0, help="smallest max-min rate, packets per RTT (random)")
