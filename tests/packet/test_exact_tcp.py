@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import types
 
@@ -272,6 +273,12 @@ def test_tcps_of_other_settings_share_a_compiled_program_and_other_protocols_do_
         assert _run_exact.compile_key(other, plan) == plain, other
     assert _run_exact.compile_key(XCP(), plan) != _run_exact.compile_key(XCP(window_rounding=False), plan)
     assert _run_exact.compile_key(XCP(), plan) == _run_exact.compile_key(IXCP(), plan)
+
+    @dataclasses.dataclass(frozen=True)
+    class OwnXCP(IXCP):  # a subclass may change the code: its own program
+        pass
+
+    assert _run_exact.compile_key(OwnXCP(), plan) != _run_exact.compile_key(IXCP(), plan)
     assert _run_exact.compile_key(IXCP(window_rounding=False), plan) == _run_exact.compile_key(
         XCP(variant="ixcp", window_rounding=False), plan) != _run_exact.compile_key(IXCP(), plan)
 

@@ -151,8 +151,9 @@ class XCP(WindowSender, FieldSettings):
     min_rto_s: float = 1.0
     name = "xcp"
     header_size = len(HEADER)
-    #: XCP and iXCP run one program (`fluidcc.packet._run_exact.compile_key`): the variant is an argument.
-    program_class = property(lambda self: XCP)
+    #: XCP and iXCP run one program (`fluidcc.packet._run_exact.compile_key`): the variant is an
+    #: argument. A subclass of either builds its own (its code may differ).
+    program_class = property(lambda self: XCP if type(self) in (XCP, IXCP) else type(self))
     rate_field = FEEDBACK  # (the base class's `rate` then holds the last feedback; unused)
 
     def __post_init__(self):
