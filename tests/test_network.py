@@ -352,6 +352,12 @@ def test_the_vcp_sweep_is_one_network_of_link_pairs_with_a_flow_table_per_point(
         scenarios.vcp_sweep([(1000.0, 0.08, 3), (1000.0, -0.1, 3)], later_s=1.0)
     with pytest.raises(ParameterError, match=r"points\[0\] flows = 0"):
         scenarios.vcp_sweep([(1000.0, 0.08, 0)], later_s=1.0)
+    with pytest.raises(ParameterError, match=r"points\[0\] = \(1000.0, 0.08\)"):
+        scenarios.vcp_sweep([(1000.0, 0.08)], later_s=1.0)
+    with pytest.raises(ParameterError, match=r"points\[0\]"):
+        scenarios.vcp_sweep([("fast", 0.08, 3)], later_s=1.0)
+    with pytest.raises(ParameterError, match="later_s = nan"):
+        scenarios.vcp_sweep(points, later_s=math.nan)
     with pytest.raises(ParameterError, match="short"):
         scenarios.vcp_sweep(points, later_s=1.0, short=[None])
 

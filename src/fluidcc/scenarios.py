@@ -224,10 +224,13 @@ def vcp_sweep(points, *, later_s: float, short=None):
     if not points:
         raise ParameterError("points", points, "one or more (capacity_pps, rtt_s, flows each way)")
     for k, point in enumerate(points):
-        capacity, rtt, n = point
-        if not (np.isfinite(capacity) and capacity > 0 and np.isfinite(rtt) and rtt > 0):
-            raise ParameterError(f"points[{k}]", point, "a capacity > 0 packets/s and an RTT > 0 s")
-        _whole(f"points[{k}] flows", n)
+        numbers = isinstance(point, (tuple, list)) and len(point) == 3 and all(
+            isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in point[:2])
+        if not (numbers and np.isfinite(point[0]) and point[0] > 0 and np.isfinite(point[1]) and point[1] > 0):
+            raise ParameterError(f"points[{k}]", point, "(capacity_pps > 0, rtt_s > 0, flows each way)")
+        _whole(f"points[{k}] flows", point[2])
+    if isinstance(later_s, bool) or not isinstance(later_s, (int, float)) or not (np.isfinite(later_s) and later_s > 0):
+        raise ParameterError("later_s", later_s, "a start time > 0 s for the other points' flows, after the run's end")
     if short is not None and len(short) != len(points):
         raise ParameterError("short", len(short), f"one entry (a FlowTable or None) per point: {len(points)}")
     links, flows, buffers, starts, routes, sizes = [], [], [], [], [], []

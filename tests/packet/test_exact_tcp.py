@@ -255,9 +255,8 @@ def test_tcps_of_other_settings_share_a_compiled_program_and_other_protocols_do_
     """Every TCP setting reaches the program as an argument (`params`) or through the plan (the
     ACK size), so the cache key of the compiled run does not hold them; so does XCP's variant (XCP
     and iXCP run one program), while its window rounding builds its program and stays in its key.
-    Run on one program, two
-    TCPs that differ in limited transmit (the first two duplicate ACKs send new data, or not) on a
-    2-packet buffer differ as they should."""
+    Run on one program, two TCPs that differ in limited transmit (the first two duplicate ACKs send
+    new data, or not) on a 2-packet buffer differ as they should."""
     monkeypatch.setattr(_run_exact, "_CACHE", {})
     network, flows = _two_flows_on_a_2_packet_buffer()
     runs = {limited: simulate_exact(network, TCP(limited_transmit=limited), flows, duration_s=1.5).isel(run=0)
