@@ -11,10 +11,17 @@
   per resolution and chunk width), each quick to compile but together a large part of a new
   process's first call if compiled again; kept, they are loaded instead (benchmarks/RESULTS.md,
   appendix, "DDE throughput and accuracy", 2026-11-24).
+* `compile_options`: the XLA options the packet engine's programs are compiled with. On a CPU,
+  XLA's newer (MLIR) fusion emitters are turned off for them: those programs are large loops of
+  small operations, and the older emitters compile them in about three quarters of the time, with
+  the same packets, events and counts and runs no slower (a router's reported series may differ
+  in its last bit: the emitters sum in other orders; benchmarks/RESULTS.md, "Fifth pass: compile
+  options"). Per program, not global: the DDE kernels keep XLA's defaults.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 
 import jax
@@ -36,6 +43,24 @@ def configure() -> None:
     except (AttributeError, RuntimeError):
         # Older JAX without the option, or backends already initialised: one CPU device.
         pass
+
+
+#: The XLA options `compile_options` gives on a CPU (see the module docstring).
+CPU_PACKET_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+
+
+@functools.lru_cache(maxsize=None)
+def compile_options() -> dict:
+    """XLA compile options for the packet engine's programs (`jax.jit(..., compiler_options=...)`):
+    `CPU_PACKET_OPTIONS` on a CPU backend whose XLA knows them, else none (a GPU, or a JAX whose
+    XLA lacks the option: its defaults, the same results)."""
+    if jax.default_backend() != "cpu":
+        return {}
+    try:
+        jax.jit(lambda x: x + 1, compiler_options=CPU_PACKET_OPTIONS).lower(1.0).compile()
+    except Exception:  # an XLA without the option refuses it by name; nothing else is lost
+        return {}
+    return dict(CPU_PACKET_OPTIONS)
 
 
 configure()

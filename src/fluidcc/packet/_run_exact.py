@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
+from .._jax_setup import compile_options
 from .._version import stamp
 from ..errors import ParameterError
 from ..network import Network
@@ -272,10 +273,11 @@ def _compiled(protocol, plan: Plan, shape: tuple, pool: int, receiver_runs: int,
                 take = lambda tree: jax.tree_util.tree_map(lambda a: a[0], tree)  # noqa: E731
                 out = one(take(seed_keys), take(flows), params, timing, numbers)
                 return jax.tree_util.tree_map(lambda a: a[None], out)
-            _CACHE[key] = jax.jit(single)
+            _CACHE[key] = jax.jit(single, compiler_options=compile_options())
         else:
             _CACHE[key] = jax.jit(jax.vmap(lambda k, f, p, s, n: one(k, f, p, s, n, batch_axis="runs"),
-                                           in_axes=(0, 0, None, None, None), axis_name="runs"))
+                                           in_axes=(0, 0, None, None, None), axis_name="runs"),
+                                  compiler_options=compile_options())
     return _CACHE[key]
 
 
