@@ -10,7 +10,8 @@ each run, as the paper's.
   `fig4`: RTT sweep (`--rtts` ms; 150 Mb/s x `--scale`, 50 x `--scale` flows each way, so that
   each flow has the paper's rate), `fig5`: flow-count sweep (`--flows`, each way; 150 Mb/s x
   `--scale`, 80 ms: `--flows 1 10 50 100` at scale 0.1 spans the per-flow BDPs of the paper's
-  10 ... 1000 flows); `--gamma` sets the routers' target utilization, `--alpha` the AI step
+  10 ... 1000 flows), `ci`: the one batch of `tests/packet/test_vcp_sweeps.py` (Fig. 3 at 0.1
+  Mb/s, 80 ms, 50 flows each way; Fig. 5 at 15 Mb/s, 80 ms, 10; Fig. 4 at 15 Mb/s, 10 ms, 5); `--gamma` sets the routers' target utilization, `--alpha` the AI step
   and `--min-rto` the senders' retransmission timer floor (all but `random`). Each sweep is ONE
   batch (`fluidcc.scenarios.vcp_sweep`): its points are disjoint link pairs of one network, one
   run per point whose flow table uses only its pair. Per point: the forward link's
@@ -264,7 +265,7 @@ def pooled(rows: list[dict]) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenario", choices=["fig3", "fig4", "fig5", "fig6", "fig7", "random"], required=True)
+    parser.add_argument("--scenario", choices=["fig3", "fig4", "fig5", "fig6", "fig7", "random", "ci"], required=True)
     parser.add_argument("--arrivals", type=float, nargs="+", default=[1, 10, 100, 1000],
                         help="short flows per second at the paper's scale, x --scale (fig6)")
     parser.add_argument("--pareto-shape", type=float, default=1.2, help="short flows' Pareto shape (fig6)")
@@ -304,6 +305,9 @@ def main() -> int:
                                  seed=1000 + k).table() for k, rate in enumerate(args.arrivals)]
         result = run_sweep(args, [(base_pps, 0.08, n)] * len(args.arrivals), short,
                            [rate * args.scale for rate in args.arrivals])
+    elif args.scenario == "ci":
+        result = run_sweep(args, [(mbps_to_pps(0.1), 0.08, 50), (mbps_to_pps(15.0), 0.08, 10),
+                                  (mbps_to_pps(15.0), 0.01, 5)])
     elif args.scenario == "fig7":
         result = fig7(args)
     else:

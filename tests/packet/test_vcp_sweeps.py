@@ -1,0 +1,61 @@
+"""The VCP paper's section 4 sweeps (Figs. 3-5) at the CI scale: one point of each sweep, the three
+as one batch (`fluidcc.scenarios.vcp_sweep`: disjoint link pairs of one network, two-way traffic,
+buffers max(BDP, 2 packets per flow), 1000-byte packets), 60 s, statistics without the first 20 %
+as the paper's. The full sweeps, and the points where the paper's figures are not reached with
+the measured values and their causes, are in benchmarks/RESULTS.md (`benchmarks/vcp_packet.py`).
+
+What is asserted, from the paper, before the run:
+
+- Fig. 3 at its lowest capacity, 100 kb/s (RTT 80 ms, 50 flows each way): utilization >= 93 %
+  ("across capacities"), and a mean queue of about half the buffer. Here the arithmetic sets it:
+  50 flows cannot send less than a packet per RTT each, the path holds one (BDP 1 packet), so at
+  least 49 of the buffer's 100 places are taken on average; "about half" is taken as at most 60 %.
+  The paper's loss there (0.6 %) is not asserted: the runs drop more (RESULTS.md).
+- Fig. 5 at 10 flows each way on 15 Mb/s (80 ms), which is also a point of Fig. 3's capacity
+  range: utilization >= 93 %, mean queue < 5 % of the buffer, no loss.
+- Fig. 4 at 10 ms (15 Mb/s, 5 flows each way, the paper's rate per flow at a tenth of its
+  capacity): utilization >= 90 %, no loss. Its mean queue (< 5 % in the paper) is not reached at
+  this scale (RESULTS.md gives the measured value and the cause) and is not asserted.
+"""
+
+from fluidcc import scenarios
+from fluidcc.packet import simulate_exact
+from fluidcc.packet.exact_protocols import VCP
+from fluidcc.units import mbps_to_pps
+
+DURATION = 60.0
+SAMPLE = 0.1
+FIG3, FIG5, FIG4 = (mbps_to_pps(0.1), 0.08, 50), (mbps_to_pps(15.0), 0.08, 10), (mbps_to_pps(15.0), 0.01, 5)
+
+
+def _statistics(run, k: int, capacity: float, buffer: float) -> dict:
+    """Point k's forward link after the first 20 % of the run: utilization, mean queue over the
+    buffer, the fraction of arrivals dropped."""
+    late = run.sample_time.values > 0.2 * DURATION
+    link = f"f{k}"
+    served = run.served.sel(link=link).values[late].sum()
+    drops = run.drops.sel(link=link).values[late].sum()
+    arrived = run.accepted.sel(link=link).values[late].sum() + drops
+    return {"utilization": float(served / (capacity * SAMPLE * late.sum())),
+            "queue": float(run.queue.sel(link=link).values[late].mean() / buffer),
+            "drops": float(drops / max(arrived, 1.0))}
+
+
+def test_one_point_of_each_sweep_in_one_batch_has_the_papers_figures(conserved):
+    points = [FIG3, FIG5, FIG4]
+    network, tables, buffers = scenarios.vcp_sweep(points, later_s=2 * DURATION)
+    runs = simulate_exact(network, VCP(), tables, duration_s=DURATION, sample_s=SAMPLE,
+                          seeds=list(range(len(points))), buffers=buffers)
+    assert (runs.status == 0).all(), str(runs.message.values)
+    conserved(runs)
+    fig3, fig5, fig4 = (_statistics(runs.isel(run=k), k, points[k][0], buffers[2 * k]) for k in range(3))
+
+    capacity, rtt, n = FIG3
+    floor = (n - capacity * rtt) / buffers[0]  # the packets the path cannot hold, over the buffer
+    assert buffers[0] == 2 * n and floor > 0.48
+    assert fig3["utilization"] >= 0.93, fig3
+    assert floor <= fig3["queue"] <= 0.60, (floor, fig3)
+
+    assert fig5["utilization"] >= 0.93 and fig5["queue"] < 0.05 and fig5["drops"] == 0, fig5
+
+    assert fig4["utilization"] >= 0.90 and fig4["drops"] == 0, fig4
