@@ -11,7 +11,9 @@ each run, as the paper's.
   each flow has the paper's rate), `fig5`: flow-count sweep (`--flows`, each way; 150 Mb/s x
   `--scale`, 80 ms: `--flows 1 10 50 100` at scale 0.1 spans the per-flow BDPs of the paper's
   10 ... 1000 flows), `ci`: the one batch of `tests/packet/test_vcp_sweeps.py` (Fig. 3 at 0.1
-  Mb/s, 80 ms, 50 flows each way; Fig. 5 at 15 Mb/s, 80 ms, 10; Fig. 4 at 15 Mb/s, 10 ms, 5); `--gamma` sets the routers' target utilization, `--alpha` the AI step
+  Mb/s, 80 ms, 50 flows each way; Fig. 5 at 15 Mb/s, 80 ms, 10; Fig. 4 at 15 Mb/s, 10 ms, 5:
+  the test's points, written again here; its run with the default --duration, --sample,
+  --gamma, --alpha and --min-rto); `--gamma` sets the routers' target utilization, `--alpha` the AI step
   and `--min-rto` the senders' retransmission timer floor (all but `random`). Each sweep is ONE
   batch (`fluidcc.scenarios.vcp_sweep`): its points are disjoint link pairs of one network, one
   run per point whose flow table uses only its pair. Per point: the forward link's

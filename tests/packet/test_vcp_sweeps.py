@@ -7,10 +7,12 @@ the measured values and their causes, are in benchmarks/RESULTS.md (`benchmarks/
 What is asserted, from the paper, before the run:
 
 - Fig. 3 at its lowest capacity, 100 kb/s (RTT 80 ms, 50 flows each way): utilization >= 93 %
-  ("across capacities"), and a mean queue of about half the buffer. Here the arithmetic sets it:
-  50 flows cannot send less than a packet per RTT each, the path holds one (BDP 1 packet), so at
-  least 49 of the buffer's 100 places are taken on average; "about half" is taken as at most 60 %.
-  The paper's loss there (0.6 %) is not asserted: the runs drop more (RESULTS.md).
+  ("across capacities"), and a mean queue of about half the buffer (the paper's "about 50 %"),
+  taken as 40-60 %. Why half: 50 flows that each keep a packet in flight, on a path that holds
+  one (BDP 1 packet), keep about 49 of the buffer's 100 places taken. That is a rough count, not
+  a bound (flows waiting on a timeout hold nothing; the queue counts the reverse flows' ACKs
+  too), so the band is the paper's, not this count's. The paper's loss there (0.6 %) is not
+  asserted: the runs drop more (RESULTS.md).
 - Fig. 5 at 10 flows each way on 15 Mb/s (80 ms), which is also a point of Fig. 3's capacity
   range: utilization >= 93 %, mean queue < 5 % of the buffer, no loss.
 - Fig. 4 at 10 ms (15 Mb/s, 5 flows each way, the paper's rate per flow at a tenth of its
@@ -25,6 +27,7 @@ from fluidcc.units import mbps_to_pps
 
 DURATION = 60.0
 SAMPLE = 0.1
+# (capacity, RTT, flows each way); `benchmarks/vcp_packet.py --scenario ci` runs the same points
 FIG3, FIG5, FIG4 = (mbps_to_pps(0.1), 0.08, 50), (mbps_to_pps(15.0), 0.08, 10), (mbps_to_pps(15.0), 0.01, 5)
 
 
@@ -50,11 +53,8 @@ def test_one_point_of_each_sweep_in_one_batch_has_the_papers_figures(conserved):
     conserved(runs)
     fig3, fig5, fig4 = (_statistics(runs.isel(run=k), k, points[k][0], buffers[2 * k]) for k in range(3))
 
-    capacity, rtt, n = FIG3
-    floor = (n - capacity * rtt) / buffers[0]  # the packets the path cannot hold, over the buffer
-    assert buffers[0] == 2 * n and floor > 0.48
-    assert fig3["utilization"] >= 0.93, fig3
-    assert floor <= fig3["queue"] <= 0.60, (floor, fig3)
+    assert buffers[0] == 2 * FIG3[2]  # max(BDP, 2 packets per flow): the flows' part
+    assert fig3["utilization"] >= 0.93 and 0.40 <= fig3["queue"] <= 0.60, fig3
 
     assert fig5["utilization"] >= 0.93 and fig5["queue"] < 0.05 and fig5["drops"] == 0, fig5
 
