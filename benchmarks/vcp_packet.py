@@ -78,19 +78,12 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None, s
     runs = simulate_exact(network, protocol or VCP(), tables, duration_s=duration, sample_s=sample,
                           seeds=list(range(len(points))), buffers=buffers)
     wall = time.perf_counter() - began
-    late = runs.sample_time.values > 0.2 * duration
     rows = []
-    for k, (capacity, rtt, n) in enumerate(points):
+    statistics = scenarios.vcp_sweep_statistics(runs, points, buffers)
+    for k, ((capacity, rtt, n), stats) in enumerate(zip(points, statistics)):
         run = runs.isel(run=k)
-        link = f"f{k}"
-        served = run.served.sel(link=link).values[late].sum()
-        queue = run.queue.sel(link=link).values[late]
-        arrived = run.accepted.sel(link=link).values[late].sum() + run.drops.sel(link=link).values[late].sum()
         rows.append({"capacity_mbps": capacity * 8e-3 * network.packet_bytes / 1e3, "rtt_ms": 1e3 * rtt, "flows": n,
-                     "buffer": float(buffers[2 * k]), "utilization": float(served / (capacity * sample * late.sum())),
-                     "queue_mean_of_buffer": float(queue.mean() / buffers[2 * k]),
-                     "queue_max_of_buffer": float(queue.max() / buffers[2 * k]),
-                     "drop_fraction": float(run.drops.sel(link=link).values[late].sum() / max(arrived, 1.0)),
+                     "buffer": float(buffers[2 * k]), **stats,
                      "timeouts": int(run.timeouts.values.sum()), "status": str(run.message.values)})
         if short is not None and short[k] is not None:
             mine = (tables[k].start_s < later) & np.isfinite(tables[k].size_packets)

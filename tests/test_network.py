@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from fluidcc import scenarios
 from fluidcc.errors import NetworkError, ParameterError
@@ -360,6 +361,19 @@ def test_the_vcp_sweep_is_one_network_of_link_pairs_with_a_flow_table_per_point(
         scenarios.vcp_sweep(points, later_s=math.nan)
     with pytest.raises(ParameterError, match="short"):
         scenarios.vcp_sweep(points, later_s=1.0, short=[None])
+
+
+def test_the_vcp_sweep_statistics_refuse_a_bad_skip_and_points_that_are_not_the_runs():
+    runs = xr.Dataset({"served": (("run", "sample"), np.zeros((2, 2)))}, coords={"sample_time": ("sample", [0.1, 0.2])},
+                      attrs={"duration_s": 0.2})
+    points = [(1000.0, 0.08, 3), (1000.0, 0.04, 2)]
+    for bad in (1.0, -0.1, True, "0.2"):
+        with pytest.raises(ParameterError, match="skip_fraction"):
+            scenarios.vcp_sweep_statistics(runs, points, [10.0] * 4, skip_fraction=bad)
+    with pytest.raises(ParameterError, match=r"points = 1 .*one point per run of `runs` \(2\)"):
+        scenarios.vcp_sweep_statistics(runs, points[:1], [10.0] * 2)
+    with pytest.raises(ParameterError, match="points"):
+        scenarios.vcp_sweep_statistics(runs, points, [10.0] * 3)
 
 
 def test_a_network_keeps_the_packet_size_it_was_written_in(tmp_path):

@@ -251,3 +251,31 @@ def vcp_sweep(points, *, later_s: float, short=None):
                         np.concatenate(sizes), route=np.concatenate(routes))
               for k in range(len(points))]
     return Network(tuple(links), tuple(flows)), tables, np.array(buffers, dtype=float)
+
+
+def vcp_sweep_statistics(runs, points, buffers, *, skip_fraction: float = 0.2) -> list[dict]:
+    """Per point k of a `vcp_sweep` batch as `fluidcc.packet.simulate_exact` returns it (run k, its
+    forward link ``f<k>``), without the first `skip_fraction` of the run, as the VCP paper's
+    statistics: ``utilization`` (the bytes the link served, ACKs included, over what its capacity
+    could send), ``queue_mean_of_buffer`` and ``queue_max_of_buffer`` (the mean and the largest
+    per-sample mean queue, over the buffer) and ``drop_fraction`` (of the packets that reached it).
+    points, buffers: `vcp_sweep`'s."""
+    if isinstance(skip_fraction, bool) or not isinstance(skip_fraction, (int, float)) or not 0 <= skip_fraction < 1:
+        raise ParameterError("skip_fraction", skip_fraction, "a fraction of the run in [0, 1)")
+    if runs.sizes["run"] != len(points) or len(buffers) != 2 * len(points):
+        raise ParameterError("points", len(points), f"one point per run of `runs` ({runs.sizes['run']}), with "
+                             "vcp_sweep's buffers (two per point)")
+    sample = float(runs.sample_time.values[0])  # the first sample's end: the spacing
+    late = runs.sample_time.values > skip_fraction * float(runs.attrs["duration_s"])
+    rows = []
+    for k, (capacity, _, _) in enumerate(points):
+        run, link, buffer = runs.isel(run=k), f"f{k}", float(buffers[2 * k])
+        served = run.served.sel(link=link).values[late].sum()
+        queue = run.queue.sel(link=link).values[late]
+        drops = run.drops.sel(link=link).values[late].sum()
+        arrived = run.accepted.sel(link=link).values[late].sum() + drops
+        rows.append({"utilization": float(served / (capacity * sample * late.sum())),
+                     "queue_mean_of_buffer": float(queue.mean() / buffer),
+                     "queue_max_of_buffer": float(queue.max() / buffer),
+                     "drop_fraction": float(drops / max(arrived, 1.0))})
+    return rows

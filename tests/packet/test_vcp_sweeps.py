@@ -31,19 +31,6 @@ SAMPLE = 0.1
 FIG3, FIG5, FIG4 = (mbps_to_pps(0.1), 0.08, 50), (mbps_to_pps(15.0), 0.08, 10), (mbps_to_pps(15.0), 0.01, 5)
 
 
-def _statistics(run, k: int, capacity: float, buffer: float) -> dict:
-    """Point k's forward link after the first 20 % of the run: utilization, mean queue over the
-    buffer, the fraction of arrivals dropped."""
-    late = run.sample_time.values > 0.2 * DURATION
-    link = f"f{k}"
-    served = run.served.sel(link=link).values[late].sum()
-    drops = run.drops.sel(link=link).values[late].sum()
-    arrived = run.accepted.sel(link=link).values[late].sum() + drops
-    return {"utilization": float(served / (capacity * SAMPLE * late.sum())),
-            "queue": float(run.queue.sel(link=link).values[late].mean() / buffer),
-            "drops": float(drops / max(arrived, 1.0))}
-
-
 def test_one_point_of_each_sweep_in_one_batch_has_the_papers_figures(conserved):
     points = [FIG3, FIG5, FIG4]
     network, tables, buffers = scenarios.vcp_sweep(points, later_s=2 * DURATION)
@@ -51,11 +38,11 @@ def test_one_point_of_each_sweep_in_one_batch_has_the_papers_figures(conserved):
                           seeds=list(range(len(points))), buffers=buffers)
     assert (runs.status == 0).all(), str(runs.message.values)
     conserved(runs)
-    fig3, fig5, fig4 = (_statistics(runs.isel(run=k), k, points[k][0], buffers[2 * k]) for k in range(3))
+    fig3, fig5, fig4 = scenarios.vcp_sweep_statistics(runs, points, buffers)  # after the first 20 %
 
     assert buffers[0] == 2 * FIG3[2]  # max(BDP, 2 packets per flow): the flows' part
-    assert fig3["utilization"] >= 0.93 and 0.40 <= fig3["queue"] <= 0.60, fig3
+    assert fig3["utilization"] >= 0.93 and 0.40 <= fig3["queue_mean_of_buffer"] <= 0.60, fig3
 
-    assert fig5["utilization"] >= 0.93 and fig5["queue"] < 0.05 and fig5["drops"] == 0, fig5
+    assert fig5["utilization"] >= 0.93 and fig5["queue_mean_of_buffer"] < 0.05 and fig5["drop_fraction"] == 0, fig5
 
-    assert fig4["utilization"] >= 0.90 and fig4["drops"] == 0, fig4
+    assert fig4["utilization"] >= 0.90 and fig4["drop_fraction"] == 0, fig4
