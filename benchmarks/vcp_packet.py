@@ -11,7 +11,8 @@ each run, as the paper's.
   each flow has the paper's rate), `fig5`: flow-count sweep (`--flows`, each way; 150 Mb/s x
   `--scale`, 80 ms: `--flows 1 10 50 100` at scale 0.1 spans the per-flow BDPs of the paper's
   10 ... 1000 flows), `ci`: the one batch of `tests/packet/test_vcp_sweeps.py` (Fig. 3 at 0.1
-  Mb/s, 80 ms, 50 flows each way; Fig. 5 at 15 Mb/s, 80 ms, 10; Fig. 4 at 15 Mb/s, 10 ms, 5:
+  Mb/s, 80 ms, 50 flows each way; Fig. 5 at 15 Mb/s, 80 ms, 10; Fig. 4 at 15 Mb/s, 10 ms, 5;
+  Fig. 6 at 15 Mb/s, 80 ms, 5 with 10 short flows per second, seed 1003:
   the test's points, written again here; its run with the default --duration, --sample,
   --gamma, --alpha and --min-rto); `--gamma` sets the routers' target utilization, `--alpha` the AI step
   and `--min-rto` the senders' retransmission timer floor (all but `random`). Each sweep is ONE
@@ -300,9 +301,11 @@ def main() -> int:
                                  seed=1000 + k).table() for k, rate in enumerate(args.arrivals)]
         result = run_sweep(args, [(base_pps, 0.08, n)] * len(args.arrivals), short,
                            [rate * args.scale for rate in args.arrivals])
-    elif args.scenario == "ci":
+    elif args.scenario == "ci":  # tests/packet/test_vcp_sweeps.py's batch: Figs. 3, 5, 4 and 6
+        short = PoissonArrivals(10.0, Pareto(1.2, 30.0), duration_s=args.duration, seed=1003).table()
         result = run_sweep(args, [(mbps_to_pps(0.1), 0.08, 50), (mbps_to_pps(15.0), 0.08, 10),
-                                  (mbps_to_pps(15.0), 0.01, 5)])
+                                  (mbps_to_pps(15.0), 0.01, 5), (mbps_to_pps(15.0), 0.08, 5)],
+                           [None, None, None, short])
     elif args.scenario == "fig7":
         result = fig7(args)
     else:
