@@ -22,9 +22,11 @@ What is asserted, from the paper, before the run:
   second on 15 Mb/s (80 ms, 5 long flows each way, the basic setting at a tenth), Poisson, Pareto
   sizes of mean 30 packets (shape 1.2: the paper does not give it), arriving over the whole run on
   the forward link. The paper: "the bottleneck always maintains high utilization with small queue
-  lengths and zero packet drops". Asserted: no loss, and utilization >= 90 %, the figure the paper
-  gives for "high" in its single-link text (Fig. 4). "Small" is not quantified for Fig. 6; the
-  < 5 % of Figs. 4 and 5 is not asserted here (RESULTS.md gives the measured value).
+  lengths and zero packet drops". Asserted: no loss, and utilization >= 90 %, the lowest figure
+  the paper calls high on one link (Fig. 4's "higher than 90 %"). Its >= 93 % for this 80 ms
+  setting in Fig. 3 is not asserted: it is not reached here (RESULTS.md). "Small" is not
+  quantified for Fig. 6, and the paper's < 5 % of Figs. 4 and 5 is not asserted for it either
+  (RESULTS.md gives the measured value).
 """
 
 import numpy as np
@@ -60,9 +62,9 @@ def test_one_point_of_each_sweep_in_one_batch_has_the_papers_figures(conserved):
 
     assert fig4["utilization"] >= 0.90 and fig4["drop_fraction"] == 0, fig4
 
-    # the scenario, not a figure of the paper: some 600 short flows (10/s for 60 s) arrived, and more
-    # than half of them finished in the run (they are the last of run 3's table: vcp_sweep appends
-    # them to the point's long flows), so they did load the link
-    finished = np.isfinite(runs.isel(run=3).fct.values[-len(short):])
-    assert len(short) > 500 and finished.sum() > len(short) / 2, (len(short), finished.sum())
+    # the scenario, not a figure of the paper: some 600 short flows (10/s for 60 s) came and went,
+    # nine in ten or more finishing within the run; they are run 3's flows of finite size
+    mine = np.isfinite(tables[3].size_packets) & (tables[3].start_s < DURATION)
+    finished = np.isfinite(runs.isel(run=3).fct.values[mine])
+    assert mine.sum() == len(short) > 500 and finished.mean() >= 0.9, (len(short), finished.sum())
     assert fig6["utilization"] >= 0.90 and fig6["drop_fraction"] == 0, fig6
