@@ -1,5 +1,4 @@
-"""Shared test configuration: Hypothesis profiles (``ci`` is chosen when CI is set), the number of
-pytest-xdist workers for ``-n auto``, and JAX's compiled programs dropped after each module."""
+"""Shared test configuration: Hypothesis profiles (``ci`` is chosen when CI is set)."""
 
 import gc
 import os
@@ -17,16 +16,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto`` (or ``logical``): one worker more than pytest-xdist would start (its count of
-    the cores, physical ones with psutil); ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still sets the number
-    itself. A worker can leave its core idle while it waits on a notebook's kernel, a subprocess
-    or a local cluster, and while it starts; on 2 cores the suite ran faster with 3 workers than
-    with 2 (benchmarks/RESULTS.md, "The test suite's wall time")."""
+    """``-n auto``: one worker more than the cores this process may use (``PYTEST_XDIST_AUTO_NUM_WORKERS``
+    still overrides it, as in pytest-xdist). A worker leaves its core idle while it waits on a
+    notebook's kernel, a subprocess or a local cluster, and while it loads; with one worker per
+    core the suite kept the cores busy part of the time only, with one more they stay busy
+    (README, Test)."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # pytest-xdist's own hook reads it
-    from xdist.plugin import pytest_xdist_auto_num_workers as xdist_count
-
-    return xdist_count(config) + 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores + 1
 
 
 @pytest.fixture(autouse=True, scope="module")
