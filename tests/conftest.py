@@ -15,18 +15,6 @@ settings.register_profile("thorough", max_examples=300, deadline=None, suppress_
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
-def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: one worker more than the cores this process may use (``PYTEST_XDIST_AUTO_NUM_WORKERS``
-    still overrides it, as in pytest-xdist). A worker leaves its core idle while it waits on a
-    notebook's kernel, a subprocess or a local cluster, and while it loads; with one worker per
-    core the suite kept the cores busy part of the time only, with one more they stay busy
-    (README, Test)."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None  # pytest-xdist's own hook reads it
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cores + 1
-
-
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
     """Drop JAX's compiled programs after each test module. Every XLA CPU executable keeps memory
