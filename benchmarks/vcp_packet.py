@@ -19,8 +19,9 @@ each run, as the paper's.
   batch (`fluidcc.scenarios.vcp_sweep`): its points are disjoint link pairs of one network, one
   run per point whose flow table uses only its pair. Per point: the forward link's
   utilization (every byte served, ACKs included, over the capacity), its mean queue and its
-  largest per-sample mean queue as fractions of the buffer, and the fraction of the packets that
-  reached it that it dropped. A point given more than once (`--rtts 200 200 200`) runs with other
+  largest per-sample mean queue as fractions of the buffer, the fraction of the packets that
+  reached it that it dropped, and the least and largest rate of its long-lived forward flows over
+  their fair share (capacity / flows; data at the receivers, from the same 20 %). A point given more than once (`--rtts 200 200 200`) runs with other
   start times each time, and its runs are summarized together (mean, least, largest). `--ns3`:
   ns-3's TCP NewReno on each point's forward direction (`ns3/shortflows.cc` with the same
   long-lived flows, capacity, RTT and buffer; one way), for the cost beside it.
@@ -77,14 +78,16 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None, s
     network, tables, buffers = scenarios.vcp_sweep(points, later_s=later, short=short)
     began = time.perf_counter()
     runs = simulate_exact(network, protocol or VCP(), tables, duration_s=duration, sample_s=sample,
-                          seeds=list(range(len(points))), buffers=buffers)
+                          seeds=list(range(len(points))), buffers=buffers, flow_series=True)
     wall = time.perf_counter() - began
     rows = []
     statistics = scenarios.vcp_sweep_statistics(runs, points, buffers)
     for k, ((capacity, rtt, n), stats) in enumerate(zip(points, statistics)):
         run = runs.isel(run=k)
+        share = forward_shares(run, tables[k], 2 * k, n, capacity, duration)
         rows.append({"capacity_mbps": capacity * 8e-3 * network.packet_bytes / 1e3, "rtt_ms": 1e3 * rtt, "flows": n,
-                     "buffer": float(buffers[2 * k]), **stats,
+                     "buffer": float(buffers[2 * k]), **stats, "forward_share_min": float(share.min()),
+                     "forward_share_max": float(share.max()),
                      "timeouts": int(run.timeouts.values.sum()), "status": str(run.message.values)})
         if short is not None and short[k] is not None:
             mine = (tables[k].start_s < later) & np.isfinite(tables[k].size_packets)
@@ -95,9 +98,20 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None, s
         print(f"C {r['capacity_mbps']:8.2f} Mb/s, RTT {r['rtt_ms']:6.0f} ms, {n:4d} + {n} flows: utilization "
               f"{100 * r['utilization']:5.1f} %, queue mean {100 * r['queue_mean_of_buffer']:5.2f} % / max "
               f"{100 * r['queue_max_of_buffer']:5.1f} % of {r['buffer']:.0f}, drops {100 * r['drop_fraction']:.3f} %, "
-              f"timeouts {r['timeouts']}, {r['status']}"
+              f"timeouts {r['timeouts']}, forward flows' rates / fair share {r['forward_share_min']:.2f}-"
+              f"{r['forward_share_max']:.2f}, {r['status']}"
               + (f"; short flows {r['short_finished']} of {r['short_flows']} finished" if "short_flows" in r else ""))
     return rows, wall
+
+
+def forward_shares(run, table, route: int, n: int, capacity: float, duration: float) -> np.ndarray:
+    """Each long-lived forward flow's data packets at its receiver per second (duplicates included)
+    without the first 20 % of the run, over its fair share capacity / n."""
+    late = run.sample_time.values > 0.2 * duration
+    spacing = float(run.sample_time.values[0])
+    mine = (table.route == route) & np.isinf(table.size_packets) & (table.start_s < duration)
+    rate = run.delivered_series.values[late][:, : mine.size][:, mine].sum(axis=0) / (spacing * late.sum())
+    return rate / (capacity / n)
 
 
 def ns3_cost(points, duration: float) -> dict:
