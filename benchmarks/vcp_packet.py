@@ -21,7 +21,10 @@ each run, as the paper's.
   utilization (every byte served, ACKs included, over the capacity), its mean queue and its
   largest per-sample mean queue as fractions of the buffer, the fraction of the packets that
   reached it that it dropped, and the least and largest rate of its long-lived forward flows over
-  their fair share (capacity / flows; data at the receivers, from the same 20 %). A point given more than once (`--rtts 200 200 200`) runs with other
+  their fair share (capacity / flows; data at the receivers, from the same 20 %), and of the
+  samples (`--sample` s each) the fraction in which the link was used below 20 % and the fraction
+  that ended with the overload code in force (with `--sample` = t_rho, one per load factor
+  interval: how bursty the link's input is at that scale). A point given more than once (`--rtts 200 200 200`) runs with other
   start times each time, and its runs are summarized together (mean, least, largest). `--ns3`:
   ns-3's TCP NewReno on each point's forward direction (`ns3/shortflows.cc` with the same
   long-lived flows, capacity, RTT and buffer; one way), for the cost beside it.
@@ -85,9 +88,14 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None, s
     for k, ((capacity, rtt, n), stats) in enumerate(zip(points, statistics)):
         run = runs.isel(run=k)
         share = forward_shares(run, tables[k], 2 * k, n, capacity, duration)
+        late = run.sample_time.values > 0.2 * duration
+        served = run.served.sel(link=f"f{k}").values[late] / (capacity * sample)
+        code = run.vcp_code_series.sel(link=f"f{k}").values[late]
         rows.append({"capacity_mbps": capacity * 8e-3 * network.packet_bytes / 1e3, "rtt_ms": 1e3 * rtt, "flows": n,
                      "buffer": float(buffers[2 * k]), **stats, "forward_share_min": float(share.min()),
                      "forward_share_max": float(share.max()),
+                     "samples_below_20_percent": float((served < 0.2).mean()),
+                     "samples_at_overload": float((code == 3).mean()),
                      "timeouts": int(run.timeouts.values.sum()), "status": str(run.message.values)})
         if short is not None and short[k] is not None:
             mine = (tables[k].start_s < later) & np.isfinite(tables[k].size_packets)
@@ -99,7 +107,8 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None, s
               f"{100 * r['utilization']:5.1f} %, queue mean {100 * r['queue_mean_of_buffer']:5.2f} % / max "
               f"{100 * r['queue_max_of_buffer']:5.1f} % of {r['buffer']:.0f}, drops {100 * r['drop_fraction']:.3f} %, "
               f"timeouts {r['timeouts']}, forward flows' rates / fair share {r['forward_share_min']:.2f}-"
-              f"{r['forward_share_max']:.2f}, {r['status']}"
+              f"{r['forward_share_max']:.2f}, samples used below 20 % {100 * r['samples_below_20_percent']:.1f} %, "
+              f"at overload {100 * r['samples_at_overload']:.1f} %, {r['status']}"
               + (f"; short flows {r['short_finished']} of {r['short_flows']} finished" if "short_flows" in r else ""))
     return rows, wall
 
