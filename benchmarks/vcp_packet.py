@@ -21,7 +21,8 @@ each run, as the paper's.
   utilization (every byte served, ACKs included, over the capacity), its mean queue and its
   largest per-sample mean queue as fractions of the buffer, the fraction of the packets that
   reached it that it dropped, and the least and largest rate of its long-lived forward flows over
-  their fair share (capacity / flows; data at the receivers, from the same 20 %), and of the
+  their fair share (capacity / flows; data packets at the receivers, duplicates included, without
+  the same first 20 %; not for `fig6`, whose per-flow series would hold thousands of flows), and of the
   samples (`--sample` s each) the fraction in which the link was used below 20 % and the fraction
   that ended with the overload code in force (with `--sample` = t_rho, one per load factor
   interval: how bursty the link's input is at that scale). A point given more than once (`--rtts 200 200 200`) runs with other
@@ -81,19 +82,21 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None, s
     network, tables, buffers = scenarios.vcp_sweep(points, later_s=later, short=short)
     began = time.perf_counter()
     runs = simulate_exact(network, protocol or VCP(), tables, duration_s=duration, sample_s=sample,
-                          seeds=list(range(len(points))), buffers=buffers, flow_series=True)
+                          seeds=list(range(len(points))), buffers=buffers, flow_series=short is None)
     wall = time.perf_counter() - began
     rows = []
     statistics = scenarios.vcp_sweep_statistics(runs, points, buffers)
     for k, ((capacity, rtt, n), stats) in enumerate(zip(points, statistics)):
         run = runs.isel(run=k)
-        share = forward_shares(run, tables[k], 2 * k, n, capacity, duration)
+        # per flow only without short flows (fig6's tables hold thousands of flows per run)
+        share = forward_shares(run, tables[k], 2 * k, n, capacity, duration) if short is None else None
         late = run.sample_time.values > 0.2 * duration
         served = run.served.sel(link=f"f{k}").values[late] / (capacity * sample)
         code = run.vcp_code_series.sel(link=f"f{k}").values[late]
         rows.append({"capacity_mbps": capacity * 8e-3 * network.packet_bytes / 1e3, "rtt_ms": 1e3 * rtt, "flows": n,
-                     "buffer": float(buffers[2 * k]), **stats, "forward_share_min": float(share.min()),
-                     "forward_share_max": float(share.max()),
+                     "buffer": float(buffers[2 * k]), **stats,
+                     "forward_share_min": None if share is None else float(share.min()),
+                     "forward_share_max": None if share is None else float(share.max()),
                      "samples_below_20_percent": float((served < 0.2).mean()),
                      "samples_at_overload": float((code == 3).mean()),
                      "timeouts": int(run.timeouts.values.sum()), "status": str(run.message.values)})
@@ -106,8 +109,10 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None, s
         print(f"C {r['capacity_mbps']:8.2f} Mb/s, RTT {r['rtt_ms']:6.0f} ms, {n:4d} + {n} flows: utilization "
               f"{100 * r['utilization']:5.1f} %, queue mean {100 * r['queue_mean_of_buffer']:5.2f} % / max "
               f"{100 * r['queue_max_of_buffer']:5.1f} % of {r['buffer']:.0f}, drops {100 * r['drop_fraction']:.3f} %, "
-              f"timeouts {r['timeouts']}, forward flows' rates / fair share {r['forward_share_min']:.2f}-"
-              f"{r['forward_share_max']:.2f}, samples used below 20 % {100 * r['samples_below_20_percent']:.1f} %, "
+              f"timeouts {r['timeouts']}, "
+              + ("" if share is None else f"forward flows' rates / fair share {r['forward_share_min']:.2f}-"
+                 f"{r['forward_share_max']:.2f}, ")
+              + f"samples used below 20 % {100 * r['samples_below_20_percent']:.1f} %, "
               f"at overload {100 * r['samples_at_overload']:.1f} %, {r['status']}"
               + (f"; short flows {r['short_finished']} of {r['short_flows']} finished" if "short_flows" in r else ""))
     return rows, wall
