@@ -16,19 +16,19 @@ each run, as the paper's.
   the test's points, written again here; its run with the default --duration, --sample,
   --gamma, --alpha and --min-rto); `--gamma` sets the routers' target utilization, `--alpha` the AI step
   and `--min-rto` the senders' retransmission timer floor (all but `random`). Each sweep is ONE
-  batch (`fluidcc.scenarios.vcp_sweep`): its points are disjoint link pairs of one network, one
-  run per point whose flow table uses only its pair. Per point: the forward link's
-  utilization (every byte served, ACKs included, over the capacity), its mean queue and its
-  largest per-sample mean queue as fractions of the buffer, the fraction of the packets that
-  reached it that it dropped, and the least and largest rate of its long-lived forward flows over
-  their fair share (capacity / flows; data packets at the receivers, duplicates included, without
-  the same first 20 %; not for `fig6`, whose per-flow series would hold thousands of flows), and of the
-  samples (`--sample` s each) the fraction in which the link was used below 20 % and the fraction
-  that ended with the overload code in force (with `--sample` = t_rho, one per load factor
-  interval: how bursty the link's input is at that scale). A point given more than once (`--rtts 200 200 200`) runs with other
-  start times each time, and its runs are summarized together (mean, least, largest). `--ns3`:
-  ns-3's TCP NewReno on each point's forward direction (`ns3/shortflows.cc` with the same
-  long-lived flows, capacity, RTT and buffer; one way), for the cost beside it.
+  batch (`fluidcc.scenarios.vcp_sweep`): its points are disjoint link pairs of one network, one run
+  per point whose flow table uses only its pair. Per point: the forward link's utilization (every
+  byte served, ACKs included, over the capacity), its mean queue and its largest per-sample mean
+  queue as fractions of the buffer, the fraction of the packets that reached it that it dropped, and
+  the least and largest rate of its long-lived forward flows over their fair share (capacity /
+  flows; data packets at the receivers, duplicates included, without the same first 20 %; not for
+  `fig6`, whose per-flow series would hold thousands of flows), and of the samples (`--sample` s
+  each) the fraction in which the link was used below 20 % and the fraction that ended with the
+  overload code in force (with `--sample` = t_rho, one per load factor interval: how bursty the
+  link's input is at that scale). A point given more than once (`--rtts 200 200 200`) runs with
+  other start times each time, and its runs are summarized together (mean, least, largest). `--ns3`:
+  ns-3's TCP NewReno on each point's forward direction (`ns3/shortflows.cc` with the same long-lived
+  flows, capacity, RTT and buffer; one way), for the cost beside it.
 - `fig6`: short flows beside the long ones (`--arrivals` per second at the paper's scale, x
   `--scale`; Poisson, Pareto sizes of mean 30 packets and shape `--pareto-shape`, which the paper
   does not give; 1.2 as the RCP and QCP papers' web traffic), on the forward link of 150 Mb/s x
@@ -73,6 +73,7 @@ from fluidcc.maxmin import maxmin
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import VCP
+from fluidcc.packet.exact_protocols.vcp import OVERLOAD
 from fluidcc.packet.workloads import Pareto, PoissonArrivals
 from fluidcc.units import mbps_to_pps
 
@@ -88,9 +89,9 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None, s
     statistics = scenarios.vcp_sweep_statistics(runs, points, buffers)
     for k, ((capacity, rtt, n), stats) in enumerate(zip(points, statistics)):
         run = runs.isel(run=k)
-        # per flow only without short flows (fig6's tables hold thousands of flows per run)
-        share = forward_shares(run, tables[k], 2 * k, n, capacity, duration) if short is None else None
         late = run.sample_time.values > 0.2 * duration
+        # per flow only without short flows (fig6's tables hold thousands of flows per run)
+        share = forward_shares(run, tables[k], 2 * k, n, capacity, late, sample) if short is None else None
         served = run.served.sel(link=f"f{k}").values[late] / (capacity * sample)
         code = run.vcp_code_series.sel(link=f"f{k}").values[late]
         rows.append({"capacity_mbps": capacity * 8e-3 * network.packet_bytes / 1e3, "rtt_ms": 1e3 * rtt, "flows": n,
@@ -98,7 +99,7 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None, s
                      "forward_share_min": None if share is None else float(share.min()),
                      "forward_share_max": None if share is None else float(share.max()),
                      "samples_below_20_percent": float((served < 0.2).mean()),
-                     "samples_at_overload": float((code == 3).mean()),
+                     "samples_at_overload": float((code == OVERLOAD).mean()),
                      "timeouts": int(run.timeouts.values.sum()), "status": str(run.message.values)})
         if short is not None and short[k] is not None:
             mine = (tables[k].start_s < later) & np.isfinite(tables[k].size_packets)
@@ -118,13 +119,12 @@ def sweep(points, duration: float, sample: float, protocol: VCP | None = None, s
     return rows, wall
 
 
-def forward_shares(run, table, route: int, n: int, capacity: float, duration: float) -> np.ndarray:
+def forward_shares(run, table, route: int, n: int, capacity: float, late: np.ndarray, sample: float) -> np.ndarray:
     """Each long-lived forward flow's data packets at its receiver per second (duplicates included)
-    without the first 20 % of the run, over its fair share capacity / n."""
-    late = run.sample_time.values > 0.2 * duration
-    spacing = float(run.sample_time.values[0])
-    mine = (table.route == route) & np.isinf(table.size_packets) & (table.start_s < duration)
-    rate = run.delivered_series.values[late][:, : mine.size][:, mine].sum(axis=0) / (spacing * late.sum())
+    over the samples `late` (each `sample` s), over its fair share capacity / n. The flows of
+    `route` in the point's table are its own (the other points' use other routes)."""
+    mine = (table.route == route) & np.isinf(table.size_packets)
+    rate = run.delivered_series.values[late][:, : mine.size][:, mine].sum(axis=0) / (sample * late.sum())
     return rate / (capacity / n)
 
 
