@@ -55,12 +55,16 @@ class TCPThatSumsItsACKs(TCP):
 
 
 def both_passes(monkeypatch, *args, **kwargs):
-    """(the run with the vectorized pass where it applies, the run with every link event by event)."""
-    monkeypatch.setattr(_run_exact, "_CACHE", {})
-    vector = simulate_exact(*args, **kwargs)
-    monkeypatch.setattr(exact, "fifo_links", lambda protocol, plan, end_s: (False,) * plan.n_links)
-    monkeypatch.setattr(_run_exact, "_CACHE", {})
-    events = simulate_exact(*args, **kwargs)
+    """(the run with the vectorized pass where it applies, the run with every link event by event).
+    The links are put back to their own pass on return (a test may call this again), and the first
+    run is checked to have taken some rounds in one pass, the second none."""
+    with monkeypatch.context() as patch:
+        patch.setattr(_run_exact, "_CACHE", {})
+        vector = simulate_exact(*args, **kwargs)
+        patch.setattr(exact, "fifo_links", lambda protocol, plan, end_s: (False,) * plan.n_links)
+        patch.setattr(_run_exact, "_CACHE", {})
+        events = simulate_exact(*args, **kwargs)
+    assert int(vector.work_link_passes.sum()) > 0 and int(events.work_link_passes.sum()) == 0
     return vector, events
 
 
