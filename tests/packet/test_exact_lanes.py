@@ -110,13 +110,15 @@ def test_the_default_lanes_leave_out_flows_that_start_at_or_after_the_end():
 
 def test_long_lived_flows_keep_their_lanes_to_the_end():
     """Flows that never end keep their lanes: as many lanes as flows are in use at the end, and
-    their counts at the end are written out."""
-    network = Network((Link("b", C, 0.02, buffer_packets=40),),
-                      tuple(Flow(f"f{i}", ("b",), access_delay_s=1e-5, interface_pps=20 * C, start_s=0.1 * i)
-                            for i in range(3)))
-    run = simulate_exact(network, TCP(), duration_s=1.0).isel(run=0)
-    assert int(run.lanes_peak) == 3 and run.attrs["lanes"] == 3
-    assert (run.sent.values > 0).all() and int(run.in_flight.sum()) > 0
+    their counts at the end are written out. (Three long-lived flows in a table as wide as
+    `short_flows()`'s, the others starting after the end, on a lane per flow: the program the
+    first test compiled.)"""
+    width = len(short_flows())
+    start = np.concatenate([[0.0, 0.1, 0.2], np.full(width - 3, 5.0)])
+    table = FlowTable(start, np.full(width, np.inf))
+    run = simulate_exact(bottleneck(), TCP(), table, duration_s=1.0, lanes=width).isel(run=0)
+    assert int(run.status) == 0 and int(run.lanes_peak) == 3
+    assert (run.sent.values[:3] > 0).all() and (run.sent.values[3:] == 0).all() and int(run.in_flight.sum()) > 0
 
 
 def test_bad_lane_counts_are_refused():

@@ -336,8 +336,10 @@ def test_packet_command_writes_files_that_agree_with_the_dataset(tmp_path):
 
 
 def test_packet_command_long_lived_tcp(tmp_path):
+    # (five flows sampled every 30 ms: the program the trace tests below compile)
     scenario = _write(tmp_path, "tcp.toml", """
         duration = "3s"
+        sample = "30ms"
         [network]
         [[network.links]]
         name = "l"
@@ -349,7 +351,7 @@ def test_packet_command_long_lived_tcp(tmp_path):
         route = ["l"]
         [workload]
         kind = "long_lived"
-        count = 3
+        count = 5
         start_spread = "0.5s"
         [protocol]
         name = "tcp"
@@ -359,10 +361,10 @@ def test_packet_command_long_lived_tcp(tmp_path):
     assert result.exit_code == 0, result.output
     assert (out / "link.png").is_file() and not (out / "afct.png").exists()
     flows = pd.read_csv(out / "flows.csv")
-    assert len(flows) == 3 and np.all(np.isinf(flows["size_packets"])) and "slowdown" not in flows
+    assert len(flows) == 5 and np.all(np.isinf(flows["size_packets"])) and "slowdown" not in flows
     summary = json.loads((out / "summary.json").read_text())
     row = summary["runs"][0]
-    assert row["long_lived"] == 3 and row["flows"] == 0 and 0 < row["jain_fairness"] <= 1
+    assert row["long_lived"] == 5 and row["flows"] == 0 and 0 < row["jain_fairness"] <= 1
     assert row["utilization"]["l"] > 0.5
     assert summary["offered_load"] is None  # NaN: no load for long-lived flows
     assert row["status"] == 0 and row["message"] == "ok" and summary["failed_runs"] == []
@@ -394,22 +396,23 @@ SMALL_TRACE = """
 def test_packet_command_replays_a_trace_and_writes_it_back(tmp_path):
     scenario = _write(tmp_path, "trace.toml", SMALL_TRACE)
     # ns-3's flow monitor style: an id and an fct column beside the trace's
+    # (the flows of test_packet_command_runs_the_exact_engine: the two share a compiled program)
     _write(tmp_path, "ns3_flows.csv", "flow_id,start_s,size_packets,fct_s\n"
-                                      "0,0.3,20,0.4\n1,0.0,5,0.1\n2,0.0101,1,0.05\n3,0.5,8,0.2\n")
+                                      "0,0.3,20,0.4\n1,0.0,5,0.1\n2,0.0101,1,0.05\n3,0.5,8,0.2\n4,0.0,40,0.5\n")
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["packet", str(scenario), "--out", str(out), "--trace"])
     assert result.exit_code == 0, result.output
     assert "trace workload on route 'f'" in result.output and "finished/flows" in result.output
     assert (out / "afct.png").is_file()
     flows = pd.read_csv(out / "flows.csv")
-    assert len(flows) == 8 and flows["seed"].tolist() == [1] * 4 + [2] * 4
+    assert len(flows) == 10 and flows["seed"].tolist() == [1] * 5 + [2] * 5
     for seed in (1, 2):  # every seed replays the same flows, each at its exact start
         mine = flows[flows["seed"] == seed]
-        assert mine["start_s"].tolist() == [0.3, 0.0, 0.0101, 0.5]
-        assert mine["size_packets"].tolist() == [20, 5, 1, 8] and mine["fct_s"].notna().all()
+        assert mine["start_s"].tolist() == [0.3, 0.0, 0.0101, 0.5, 0.0]
+        assert mine["size_packets"].tolist() == [20, 5, 1, 8, 40] and mine["fct_s"].notna().all()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["workload_kind"] == "trace" and summary["offered_load"] is None
-    assert [row["finished"] for row in summary["runs"]] == [4, 4]
+    assert [row["finished"] for row in summary["runs"]] == [5, 5]
     # --trace: each seed's flows, as given (not rounded to slots), read back as the same table
     network = Scenario.load(scenario).network
     original = read_trace(tmp_path / "ns3_flows.csv", network)
