@@ -148,8 +148,8 @@ def ns3_cost(points, duration: float) -> dict:
 
 
 def protocol_of(args) -> VCP:
-    """VCP with the options' router target, AI step and retransmission timer floor."""
-    return VCP(gamma=args.gamma, alpha=args.alpha, min_rto_s=args.min_rto)
+    """VCP with the options' router target, AI step, retransmission timer floor and RTT sampling."""
+    return VCP(gamma=args.gamma, alpha=args.alpha, min_rto_s=args.min_rto, rtt_samples=args.rtt_samples)
 
 
 def run_sweep(args, points, short=None, arrivals=None) -> dict:
@@ -310,6 +310,9 @@ def main() -> int:
                         help="the AI step, scaled by (rtt / t_rho)^2 (fig3-fig7; Table 1's 1.0 by default)")
     parser.add_argument("--min-rto", type=float, default=VCP.min_rto_s,
                         help="the senders' retransmission timer floor, s (fig3-fig7; 0.2 by default)")
+    parser.add_argument("--rtt-samples", choices=["ack", "window"], default=VCP.rtt_samples,
+                        help="the senders' RTT samples: one per window (ns-2's TCP agent, the default) or one per ACK "
+                             "(fig3-fig7)")
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--sample", type=float, default=0.1)
     parser.add_argument("--ns3", action="store_true")

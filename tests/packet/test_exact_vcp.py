@@ -83,6 +83,30 @@ def test_md_freezes_the_window_for_t_rho_then_one_rtt_of_ai_whatever_the_code():
     assert float(s["cwnd"][0]) == pytest.approx(w + 1.0625 ** 0.5 - 1.0)
 
 
+def test_rtt_samples_one_per_window_or_one_per_ack():
+    """`rtt_samples` "window" (the default, ns-2's TCP agent): only the ACK of a packet sent at or
+    after the last sample updates SRTT, RTTVAR and the RTO; the ACKs in between restart the timer
+    with the RTO as it was. "ack": every ACK of new data is a sample (RFC 6298's gains each time)."""
+    network = _link(10.0, 0.1, 1)
+    for mode in ("window", "ack"):
+        protocol = VCP(rtt_samples=mode)
+        params, flows, s = _sender(network, protocol)
+        s = _ack(protocol, params, flows, s, 1.0, HIGH, 0.1)  # sent at 0.9, after the last sample (none)
+        srtt, rto = float(s["srtt"][0]), float(s["rto"][0])
+        assert srtt == pytest.approx(0.1) and float(s["timer"][0]) == pytest.approx(1.0 + rto)
+        late = _ack(protocol, params, flows, s, 1.05, HIGH, 0.2)  # sent at 0.85, before that sample
+        sampled = srtt + (0.2 - srtt) / 8.0
+        if mode == "window":
+            assert float(late["srtt"][0]) == srtt and float(late["rto"][0]) == rto
+            assert float(late["rttvar"][0]) == float(s["rttvar"][0])
+        else:
+            assert float(late["srtt"][0]) == pytest.approx(sampled) and float(late["rto"][0]) > rto
+        assert float(late["timer"][0]) == pytest.approx(1.05 + float(late["rto"][0]))
+        after = _ack(protocol, params, flows, late, 1.2, HIGH, 0.1)  # sent at 1.1, after the sample at 1.0
+        assert float(after["srtt"][0]) != float(late["srtt"][0])
+    assert VCP().rtt_samples == "window"
+
+
 def test_gains_scale_with_the_rtt_and_weight_and_are_bounded():
     """Eqs. (5)-(9) and the bounds of the module docstring: xi(80 %) = 0.0625; xi_s =
     (1 + xi)^(rtt / t_rho) - 1 up to 1 / 0.8 - 1 = 0.25; alpha_i = w alpha (rtt / t_rho)^2 up to 2."""
@@ -205,8 +229,12 @@ def test_claiming_a_capacity_step_takes_the_rounds_of_eq_35():
     between beta and 1 of its peak, so the rate at the step is within a factor beta^(-1/2) of it,
     log(beta^(-1/2)) / log(1 + xi) = 1.1 rounds either way; the code turns low at the end of the
     interval the step falls in and the senders hear it an RTT later (up to 1 + RTT / t_rho rounds
-    later); the rate is read at the link in samples of 50 ms (a quarter round), and the ceiling
-    adds up to one round. Senders' interfaces at 10x the new capacity (not the first one's)."""
+    later); the rate is read at the link as the mean over the last round (four samples of 50 ms),
+    which smooths the windows' flights (a single sample's rate swings by a quarter about its
+    neighbours' once the flows grow, so it can cross 80 % a round or two early) and, the rate
+    growing, reaches 80 % no earlier than the rate at its end and at most one round later (with a
+    quarter round for the samples' grid either way); the ceiling adds up to one round. Senders'
+    interfaces at 10x the new capacity (not the first one's)."""
     C0, C1, T, step, dt, t_rho = mbps_to_pps(2.0), mbps_to_pps(20.0), 0.08, 20.0, 0.05, 0.2
     link = Link("l", C0, T / 4, schedule=((step, C1),))
     network = Network((link,), tuple(Flow(f"f{k}", ("l",), access_delay_s=T / 4, interface_pps=10 * C1)
@@ -220,9 +248,11 @@ def test_claiming_a_capacity_step_takes_the_rounds_of_eq_35():
     rounds = vcp_rounds.rounds_to_claim(C1 / r0)
     assert rounds == math.ceil(math.log(0.8 * C1 / r0) / math.log(1.0625))
     sawtooth = 0.5 * math.log(1 / 0.875) / math.log(1.0625)
-    reached = times[(times > step) & (served >= 0.8 * C1)][0] - step
+    per_round = round(t_rho / dt)
+    last_round = np.convolve(served, np.ones(per_round) / per_round)[: served.size]  # the mean over the last round
+    reached = times[(times > step) & (last_round >= 0.8 * C1)][0] - step
     measured = reached / t_rho
-    assert rounds - 1 - sawtooth - 0.25 <= measured <= rounds + sawtooth + 1 + T / t_rho + 0.25
+    assert rounds - 1 - sawtooth - 0.25 <= measured <= rounds + sawtooth + 1 + T / t_rho + 1 + 0.25
     assert float(run.dropped.sum()) == 0
 
 
@@ -232,6 +262,7 @@ def test_claiming_a_capacity_step_takes_the_rounds_of_eq_35():
     ({"alpha": 0.0}, "alpha"), ({"kappa": math.nan}, "kappa"), ({"gamma": 0.0}, "gamma"), ({"kappa_q": -1.0}, "kappa_q"),
     ({"max_mi_gain": 0.0}, "max_mi_gain"), ({"max_ai_packets": -2.0}, "max_ai_packets"),
     ({"initial_window": 0.5}, "initial_window"), ({"min_rto_s": 0.0}, "min_rto"),
+    ({"rtt_samples": "packet"}, "rtt_samples"), ({"rtt_samples": None}, "rtt_samples"),
 ])
 def test_bad_settings_are_errors_naming_the_field(kwargs, field):
     with pytest.raises(ParameterError) as error:

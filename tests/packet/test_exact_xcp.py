@@ -115,7 +115,7 @@ def _router_params(packet_bytes=1000.0, variant="xcp"):
                      packet_bytes=jnp.asarray(packet_bytes), ack_bytes=jnp.asarray(40.0),
                      initial_window=jnp.asarray(packet_bytes), initial_interval=jnp.full(2, 0.1),
                      schedule_s=jnp.zeros((2, 1)), capacity_pps=jnp.ones((2, 1)), min_rto=zero, initial_rto=zero,
-                     ixcp=jnp.asarray(variant == "ixcp"))
+                     rtt_per_window=jnp.asarray(False), ixcp=jnp.asarray(variant == "ixcp"))
 
 
 @pytest.mark.parametrize("protocol", [XCP(), IXCP()], ids=["xcp", "ixcp"])

@@ -10,7 +10,16 @@ rate of the routers on the path, and from then on the flow follows the rate its 
 doubling.
 
 **RTT and timer.** RFC 6298's estimator on the echoed send times (the first sample from the
-SYN-ACK); RTO = SRTT + max(1 ms, 4 RTTVAR) within [min_rto, 60 s], doubled on a timeout.
+SYN-ACK); RTO = SRTT + max(1 ms, 4 RTTVAR) within [min_rto, 60 s], doubled on a timeout; the
+timer restarts on every ACK that acknowledges new data. The samples come from every such ACK
+(`rtt_samples` "ack"), or one per window ("window"), as ns-2's TCP agent takes them (it times one
+packet at a time, the first sent after the last sample's ACK): here the ACK of the first packet
+sent at or after the last sample. The estimator's gains (1/8, 1/4) are RFC 6298's per sample, so
+with a sample per ACK its memory is 8 / W round trips at a window of W packets: once the
+samples are steady, RTTVAR shrinks to the spread of one window's ACKs, and a window sent as one
+flight whose next flight queues a little longer than the last expires the timer without a loss.
+With one sample per window the memory is in round trips whatever the window, and RTTVAR holds
+how the RTT moves from one round trip to the next (the VCP paper's Fig. 4 at 800 ms, RESULTS).
 
 **Loss repair** by going back: on the third duplicate ACK, and on a timeout, the flow resends
 from its first unacknowledged packet, at most once per window (not again before the packets sent
@@ -32,6 +41,8 @@ from ..exact import ACK, DATA, SYN, SYNACK, ExactProtocol, Packet, on_grid
 
 UNLIMITED = 1e12
 MAX_RTO_S = 60.0
+#: The RTT sampling settings: a sample from every ACK that acknowledges new data, or one per window.
+RTT_SAMPLES = ("ack", "window")
 #: The smallest rate a router offers, as a fraction of its capacity.
 MIN_RATE_FRACTION = 1e-4
 
@@ -54,11 +65,19 @@ def require_window(name: str, value) -> None:
         raise ParameterError(name, value, "a window >= 1 packet")
 
 
-def shared_params(plan, min_rto_s: float) -> dict:
+def shared_params(plan, min_rto_s: float, rtt_samples: str = "ack") -> dict:
     """The parameters every explicit-rate protocol's params carry: the links' capacity schedules
-    (schedule_s (L, S), capacity_pps (L, S)) and the sources' minimum and initial RTO (s)."""
+    (schedule_s (L, S), capacity_pps (L, S)), the sources' minimum and initial RTO (s) and whether
+    they take one RTT sample per window (`rtt_samples` "window") or one per ACK ("ack")."""
     return {"schedule_s": jnp.asarray(plan.schedule_s), "capacity_pps": jnp.asarray(plan.capacity_Bps / plan.data_bytes),
-            "min_rto": jnp.asarray(float(min_rto_s)), "initial_rto": jnp.asarray(max(1.0, min_rto_s))}
+            "min_rto": jnp.asarray(float(min_rto_s)), "initial_rto": jnp.asarray(max(1.0, min_rto_s)),
+            "rtt_per_window": jnp.asarray(rtt_samples == "window")}
+
+
+def require_rtt_samples(value) -> None:
+    """The RTT sampling setting: "ack" or "window" (else an error naming it)."""
+    if value not in RTT_SAMPLES:
+        raise ParameterError("rtt_samples", value, "'ack' (a sample per ACK) or 'window' (one per window)")
 
 
 def capacity_at(schedule_s, capacity_pps, link, now):
@@ -140,6 +159,7 @@ class ExplicitRateSender(ExactProtocol):
                 "syn_wait": jnp.full(n, params.initial_rto),
                 "rate": jnp.zeros(n), "snd_una": zeros, "snd_nxt": zeros, "high_tx": zeros,
                 "recover": zeros, "dupacks": zeros, "copies": zeros, "srtt": jnp.zeros(n), "rttvar": jnp.zeros(n),
+                "rtt_from": jnp.zeros(n),
                 "rto": jnp.full(n, params.initial_rto), "timer": jnp.full(n, jnp.inf), "timeouts": zeros,
                 "goes_back": zeros, **self.extra_state(n)}
 
@@ -174,10 +194,12 @@ class ExplicitRateSender(ExactProtocol):
         is_ack = mask & (ack.kind == ACK) & (s["phase"] == 2)
         sample = now - ack.echo
         more = is_ack & (ack.ack_no > s["snd_una"])
-        srtt = jnp.where(opened, sample, jnp.where(more, s["srtt"] + (sample - s["srtt"]) / 8.0, s["srtt"]))
+        # per window: only the ACK of a packet sent after the last sample gives one (module docstring)
+        timed = more & (~params.rtt_per_window | (ack.echo >= s["rtt_from"]))
+        srtt = jnp.where(opened, sample, jnp.where(timed, s["srtt"] + (sample - s["srtt"]) / 8.0, s["srtt"]))
         rttvar = jnp.where(opened, sample / 2.0,
-                           jnp.where(more, s["rttvar"] + (jnp.abs(sample - s["srtt"]) - s["rttvar"]) / 4.0, s["rttvar"]))
-        rto = jnp.where(opened | more, jnp.clip(srtt + jnp.maximum(0.001, 4.0 * rttvar), params.min_rto, MAX_RTO_S),
+                           jnp.where(timed, s["rttvar"] + (jnp.abs(sample - s["srtt"]) - s["rttvar"]) / 4.0, s["rttvar"]))
+        rto = jnp.where(opened | timed, jnp.clip(srtt + jnp.maximum(0.001, 4.0 * rttvar), params.min_rto, MAX_RTO_S),
                         s["rto"])
         rate = jnp.where(opened | is_ack, ack.header[:, self.rate_field], s["rate"])
         # a repair's ACK: the copies sent behind it that the receiver already has will come back
@@ -194,7 +216,7 @@ class ExplicitRateSender(ExactProtocol):
         snd_nxt = jnp.where(back, snd_una, jnp.maximum(s["snd_nxt"], snd_una))
         timer = jnp.where(more | back, jnp.where(s["high_tx"] > snd_una, on_grid(now + rto), jnp.inf), s["timer"])
         s = {**s, "phase": jnp.where(opened, 2, s["phase"]), "syn_at": jnp.where(opened, jnp.inf, s["syn_at"]),
-             "rate": rate, "srtt": srtt, "rttvar": rttvar,
+             "rate": rate, "srtt": srtt, "rttvar": rttvar, "rtt_from": jnp.where(opened | timed, now, s["rtt_from"]),
              "rto": rto, "snd_una": snd_una, "snd_nxt": snd_nxt, "dupacks": dupacks, "copies": copies,
              "recover": jnp.where(back, s["high_tx"], s["recover"]), "timer": timer,
              "goes_back": s["goes_back"] + back}
@@ -246,6 +268,6 @@ class WindowSender(ExplicitRateSender):
         return s
 
 
-__all__ = ["ACK", "DATA", "MIN_RATE_FRACTION", "SYN", "SYNACK", "UNLIMITED", "ExplicitRateSender", "WindowSender",
-           "capacity_at", "mean_arrival_bytes", "ratio_or", "require_fraction", "require_positive", "require_window",
+__all__ = ["ACK", "DATA", "MIN_RATE_FRACTION", "RTT_SAMPLES", "SYN", "SYNACK", "UNLIMITED", "ExplicitRateSender", "WindowSender",
+           "capacity_at", "mean_arrival_bytes", "ratio_or", "require_fraction", "require_positive", "require_rtt_samples", "require_window",
            "shared_params"]

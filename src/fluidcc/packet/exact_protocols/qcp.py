@@ -74,6 +74,7 @@ class QCPParams(NamedTuple):
     capacity_pps: jax.Array  # (L, S)
     min_rto: jax.Array
     initial_rto: jax.Array
+    rtt_per_window: jax.Array
     gain: jax.Array
 
 

@@ -42,6 +42,7 @@ class RCPParams(NamedTuple):
     initial_d0: jax.Array  # (L,) s
     min_rto: jax.Array
     initial_rto: jax.Array
+    rtt_per_window: jax.Array
 
 
 @dataclass(frozen=True)

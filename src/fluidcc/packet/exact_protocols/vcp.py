@@ -61,7 +61,12 @@ Both are settings; neither was tuned to a figure.
 
 **Loss** (`_explicit.WindowSender`, as XCP's): as TCP, which VCP's senders keep for the rare
 loss: the window halves when the sender goes back on three duplicate ACKs and falls to one packet
-on a timeout. The retransmission timer's floor is 200 ms (`min_rto`).
+on a timeout. The retransmission timer's floor is 200 ms (`min_rto`). The senders take one RTT
+sample per window by default (`rtt_samples` "window", `_explicit`), as the ns-2 TCP agent that
+the paper's senders are built on does: with a sample per ACK ("ack") the timer of a sender whose
+window crosses as one flight fires without a loss whenever the next flight queues a little
+longer, which at RTTs of 800 ms and more held the paper's scale far below its utilization
+(RESULTS, Fig. 4).
 
 Units: windows in packets, times in seconds, the capacity in bytes/s inside the routers.
 """
@@ -79,8 +84,8 @@ import numpy as np
 from ...errors import ParameterError
 from ..exact import DATA, flow_index, on_grid
 from ..settings import FieldSettings
-from ._explicit import (WindowSender, capacity_at, mean_arrival_bytes, require_positive, require_window,
-                        shared_params)
+from ._explicit import (WindowSender, capacity_at, mean_arrival_bytes, require_positive, require_rtt_samples,
+                        require_window, shared_params)
 
 #: The header field: the load code (2 bits) or the quantized load factor (8 bits).
 HEADER = ("load",)
@@ -118,6 +123,7 @@ class VCPParams(NamedTuple):
     capacity_pps: jax.Array  # (L, S)
     min_rto: jax.Array
     initial_rto: jax.Array
+    rtt_per_window: jax.Array
 
 
 def mi_gain(kappa: float, load: float = LOW_LOAD) -> float:
@@ -159,7 +165,8 @@ class VCP(WindowSender, FieldSettings):
     kappa_q = 0.5, kappa = 0.25, alpha = 1.0, beta = 0.875; code_bits 2 (Fig. 2) or 8 (the load
     factor itself, Fig. 13); max_mi_gain and max_ai_packets bound the scaled gains (module
     docstring; None: the bounds derived there, 1 / 0.8 - 1 and 2 packets); initial_window in
-    packets (>= 1); min_rto_s (> 0). Flow weights (eq. (9)) are the network's."""
+    packets (>= 1); min_rto_s (> 0); rtt_samples "window" (one RTT sample per window, ns-2's) or
+    "ack" (one per ACK that acknowledges new data). Flow weights (eq. (9)) are the network's."""
 
     t_rho_s: float = 0.2
     t_q_s: float = 0.01
@@ -173,6 +180,7 @@ class VCP(WindowSender, FieldSettings):
     max_ai_packets: float | None = field(default=None, metadata={"unit": "packets", "none": "2 packets"})
     initial_window: float = field(default=1.0, metadata={"unit": "packets"})
     min_rto_s: float = 0.2
+    rtt_samples: str = "window"
     name = "vcp"
     header_size = len(HEADER)
     rate_field = LOAD  # (the base class's `rate` then holds the last code; unused)
@@ -196,6 +204,7 @@ class VCP(WindowSender, FieldSettings):
             require_positive("max_ai_packets", self.max_ai_packets, "a bound > 0 packets per RTT, or none")
         require_positive("min_rto", self.min_rto_s, "a minimum RTO > 0 s")
         require_window("initial_window", self.initial_window)
+        require_rtt_samples(self.rtt_samples)
 
     def params(self, network, plan, tables) -> VCPParams:
         scalar = lambda v: jnp.asarray(float(v))  # noqa: E731
@@ -206,7 +215,7 @@ class VCP(WindowSender, FieldSettings):
                          max_ai_packets=scalar(MAX_AI_PACKETS if self.max_ai_packets is None else self.max_ai_packets),
                          weight=jnp.asarray(_flow_weights(network, plan, tables)),
                          packet_bytes=scalar(plan.data_bytes), initial_window=scalar(math.floor(self.initial_window)),
-                         **shared_params(plan, self.min_rto_s))
+                         **shared_params(plan, self.min_rto_s, self.rtt_samples))
 
     def compiled_settings(self) -> dict:
         """Only the code width builds the program; every other setting reaches it as an argument

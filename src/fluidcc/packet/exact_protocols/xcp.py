@@ -105,6 +105,7 @@ class XCPParams(NamedTuple):
     capacity_pps: jax.Array  # (L, S)
     min_rto: jax.Array
     initial_rto: jax.Array
+    rtt_per_window: jax.Array
     ixcp: jax.Array  # the variant: iXCP's routers shuffle among the flows bottlenecked at the link
 
 
