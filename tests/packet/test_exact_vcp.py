@@ -85,8 +85,9 @@ def test_md_freezes_the_window_for_t_rho_then_one_rtt_of_ai_whatever_the_code():
 
 def test_rtt_samples_one_per_window_or_one_per_ack():
     """`rtt_samples` "window" (the default, ns-2's TCP agent): only the ACK of a packet sent at or
-    after the last sample updates SRTT, RTTVAR and the RTO; the ACKs in between restart the timer
-    with the RTO as it was. "ack": every ACK of new data is a sample (RFC 6298's gains each time)."""
+    after the last sample updates SRTT, RTTVAR and the RTO (the ACKs in between neither, nor when
+    the next sample may come); the ACKs in between restart the timer with the RTO as it was. "ack":
+    every ACK of new data is a sample (RFC 6298's gains each time)."""
     network = _link(10.0, 0.1, 1)
     for mode in ("window", "ack"):
         protocol = VCP(rtt_samples=mode)
@@ -102,8 +103,10 @@ def test_rtt_samples_one_per_window_or_one_per_ack():
         else:
             assert float(late["srtt"][0]) == pytest.approx(sampled) and float(late["rto"][0]) > rto
         assert float(late["timer"][0]) == pytest.approx(1.05 + float(late["rto"][0]))
-        after = _ack(protocol, params, flows, late, 1.2, HIGH, 0.1)  # sent at 1.1, after the sample at 1.0
-        assert float(after["srtt"][0]) != float(late["srtt"][0])
+        # sent at 1.02: after the sample taken at 1.0 (though before the ACK at 1.05, which was none)
+        after = _ack(protocol, params, flows, late, 1.17, HIGH, 0.15)
+        assert float(after["srtt"][0]) == pytest.approx(float(late["srtt"][0]) + (0.15 - float(late["srtt"][0])) / 8.0)
+        assert float(after["timer"][0]) == pytest.approx(1.17 + float(after["rto"][0]))
     assert VCP().rtt_samples == "window"
 
 

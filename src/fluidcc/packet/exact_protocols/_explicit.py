@@ -1,4 +1,4 @@
-"""What the explicit senders of the exact engine share (RCP, QCP, XCP): the handshake, the RTT
+"""What the explicit senders of the exact engine share (RCP, QCP, XCP, VCP): the handshake, the RTT
 estimator, the retransmission timer and loss repair by going back; each protocol says when a
 data packet may leave and what header it carries. (What follows of rates is RCP's and QCP's:
 XCP's and VCP's senders keep a window from their ACKs' feedback and halve it on a loss,
@@ -12,14 +12,18 @@ doubling.
 **RTT and timer.** RFC 6298's estimator on the echoed send times (the first sample from the
 SYN-ACK); RTO = SRTT + max(1 ms, 4 RTTVAR) within [min_rto, 60 s], doubled on a timeout; the
 timer restarts on every ACK that acknowledges new data. The samples come from every such ACK
-(`rtt_samples` "ack"), or one per window ("window"), as ns-2's TCP agent takes them (it times one
-packet at a time, the first sent after the last sample's ACK): here the ACK of the first packet
-sent at or after the last sample. The estimator's gains (1/8, 1/4) are RFC 6298's per sample, so
-with a sample per ACK its memory is 8 / W round trips at a window of W packets: once the
-samples are steady, RTTVAR shrinks to the spread of one window's ACKs, and a window sent as one
-flight whose next flight queues a little longer than the last expires the timer without a loss.
-With one sample per window the memory is in round trips whatever the window, and RTTVAR holds
-how the RTT moves from one round trip to the next (the VCP paper's Fig. 4 at 800 ms, RESULTS).
+(`rtt_samples` "ack"), or one per window ("window"), as ns-2's TCP agent takes them without its
+timestamp option (it times one packet at a time, the next sent after the last sample): here the
+ACK of a packet sent at or after the last sample. The estimator's gains (1/8, 1/4) are RFC
+6298's per sample, so with a sample per ACK its memory is 8 / W round trips at a window of W
+packets: once the samples are steady, RTTVAR shrinks to the spread of one window's ACKs, and
+when a window crosses as one flight, the timer expires without a loss if the next flight's
+first ACK comes later than the RTO after the last flight's last one (RTO - SRTT is max(1 ms, 4
+RTTVAR) above the floor). With one sample per window the memory is in round trips whatever the
+window, and RTTVAR holds how the RTT moves from one round trip to the next (RESULTS, VCP's Fig.
+4). Unlike ns-2's agent, which drops the timing on a timeout and times only new data (Karn's
+rule: its ACKs carry no send time), a sample here may come from a resent packet or from a late
+ACK after a timeout: the echoed send time makes either exact.
 
 **Loss repair** by going back: on the third duplicate ACK, and on a timeout, the flow resends
 from its first unacknowledged packet, at most once per window (not again before the packets sent

@@ -62,11 +62,12 @@ Both are settings; neither was tuned to a figure.
 **Loss** (`_explicit.WindowSender`, as XCP's): as TCP, which VCP's senders keep for the rare
 loss: the window halves when the sender goes back on three duplicate ACKs and falls to one packet
 on a timeout. The retransmission timer's floor is 200 ms (`min_rto`). The senders take one RTT
-sample per window by default (`rtt_samples` "window", `_explicit`), as the ns-2 TCP agent that
-the paper's senders are built on does: with a sample per ACK ("ack") the timer of a sender whose
-window crosses as one flight fires without a loss whenever the next flight queues a little
-longer, which at RTTs of 800 ms and more held the paper's scale far below its utilization
-(RESULTS, Fig. 4).
+sample per window by default (`rtt_samples` "window", `_explicit`), as ns-2's TCP agent does
+(the authors' public ns-2 sender, `Agent/TCP/Reno/VcpSrc`, is built on it and keeps its
+timing). With a sample per ACK ("ack") the timer of a sender whose window crosses as one flight
+can fire without a loss when the next flight queues longer than max(1 ms, 4 RTTVAR) more; a run
+of the paper's Fig. 4 at 800 ms traced its timeouts to that (RESULTS, "One RTT sample per
+window").
 
 Units: windows in packets, times in seconds, the capacity in bytes/s inside the routers.
 """
