@@ -65,9 +65,9 @@ on a timeout. The retransmission timer's floor is 200 ms (`min_rto`). The sender
 sample per window by default (`rtt_samples` "window", `_explicit`), as ns-2's TCP agent does
 (the authors' public ns-2 sender, `Agent/TCP/Reno/VcpSrc`, is built on it and keeps its
 timing). With a sample per ACK ("ack") the timer of a sender whose window crosses as one flight
-can fire without a loss when the next flight queues longer than max(1 ms, 4 RTTVAR) more; a run
-of the paper's Fig. 4 at 800 ms traced its timeouts to that (RESULTS, "One RTT sample per
-window").
+can fire without a loss when the next flight queues longer than max(1 ms, 4 RTTVAR) more; the
+timeouts of a run of the paper's Fig. 4 at 800 ms, with 50 flows each way at a tenth of its
+capacity, read as that (RESULTS, "One RTT sample per window").
 
 Units: windows in packets, times in seconds, the capacity in bytes/s inside the routers.
 """
