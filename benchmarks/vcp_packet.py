@@ -73,6 +73,7 @@ from fluidcc.maxmin import maxmin
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import VCP
+from fluidcc.packet.exact_protocols._explicit import RTT_SAMPLES
 from fluidcc.packet.exact_protocols.vcp import OVERLOAD
 from fluidcc.packet.workloads import Pareto, PoissonArrivals
 from fluidcc.units import mbps_to_pps
@@ -310,7 +311,7 @@ def main() -> int:
                         help="the AI step, scaled by (rtt / t_rho)^2 (fig3-fig7; Table 1's 1.0 by default)")
     parser.add_argument("--min-rto", type=float, default=VCP.min_rto_s,
                         help="the senders' retransmission timer floor, s (fig3-fig7; 0.2 by default)")
-    parser.add_argument("--rtt-samples", choices=["ack", "window"], default=VCP.rtt_samples,
+    parser.add_argument("--rtt-samples", choices=RTT_SAMPLES, default=VCP.rtt_samples,
                         help="the senders' RTT samples: one per window (ns-2's TCP agent, the default) or one per ACK "
                              "(fig3-fig7)")
     parser.add_argument("--duration", type=float, default=60.0)

@@ -202,7 +202,8 @@ class ExplicitRateSender(ExactProtocol):
         timed = more & (~params.rtt_per_window | (ack.echo >= s["rtt_from"]))
         srtt = jnp.where(opened, sample, jnp.where(timed, s["srtt"] + (sample - s["srtt"]) / 8.0, s["srtt"]))
         rttvar = jnp.where(opened, sample / 2.0,
-                           jnp.where(timed, s["rttvar"] + (jnp.abs(sample - s["srtt"]) - s["rttvar"]) / 4.0, s["rttvar"]))
+                           jnp.where(timed, s["rttvar"] + (jnp.abs(sample - s["srtt"]) - s["rttvar"]) / 4.0,
+                                     s["rttvar"]))
         rto = jnp.where(opened | timed, jnp.clip(srtt + jnp.maximum(0.001, 4.0 * rttvar), params.min_rto, MAX_RTO_S),
                         s["rto"])
         rate = jnp.where(opened | is_ack, ack.header[:, self.rate_field], s["rate"])
@@ -272,6 +273,6 @@ class WindowSender(ExplicitRateSender):
         return s
 
 
-__all__ = ["ACK", "DATA", "MIN_RATE_FRACTION", "RTT_SAMPLES", "SYN", "SYNACK", "UNLIMITED", "ExplicitRateSender", "WindowSender",
-           "capacity_at", "mean_arrival_bytes", "ratio_or", "require_fraction", "require_positive", "require_rtt_samples", "require_window",
-           "shared_params"]
+__all__ = ["ACK", "DATA", "MIN_RATE_FRACTION", "RTT_SAMPLES", "SYN", "SYNACK", "UNLIMITED", "ExplicitRateSender",
+           "WindowSender", "capacity_at", "mean_arrival_bytes", "ratio_or", "require_fraction", "require_positive",
+           "require_rtt_samples", "require_window", "shared_params"]
