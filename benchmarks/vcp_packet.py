@@ -14,8 +14,9 @@ each run, as the paper's.
   Mb/s, 80 ms, 50 flows each way; Fig. 5 at 15 Mb/s, 80 ms, 10; Fig. 4 at 15 Mb/s, 10 ms, 5;
   Fig. 6 at 15 Mb/s, 80 ms, 5 with 10 short flows per second, seed 1003:
   the test's points, written again here; its run with the default --duration, --sample,
-  --gamma, --alpha and --min-rto); `--gamma` sets the routers' target utilization, `--alpha` the AI step
-  and `--min-rto` the senders' retransmission timer floor (all but `random`). Each sweep is ONE
+  --gamma, --alpha and --min-rto); `--gamma` sets the routers' target utilization, `--alpha` the AI step,
+  `--min-rto` the senders' retransmission timer floor, `--rtt-samples` their RTT sampling and
+  `--pacing` their pacing (`VCP.pacing`: none, the default; window; small) (all but `random`). Each sweep is ONE
   batch (`fluidcc.scenarios.vcp_sweep`): its points are disjoint link pairs of one network, one run
   per point whose flow table uses only its pair. Per point: the forward link's utilization (every
   byte served, ACKs included, over the capacity), its mean queue and its largest per-sample mean
@@ -74,7 +75,7 @@ from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import VCP
 from fluidcc.packet.exact_protocols._explicit import RTT_SAMPLES
-from fluidcc.packet.exact_protocols.vcp import OVERLOAD
+from fluidcc.packet.exact_protocols.vcp import OVERLOAD, PACING
 from fluidcc.packet.workloads import Pareto, PoissonArrivals
 from fluidcc.units import mbps_to_pps
 
@@ -149,8 +150,9 @@ def ns3_cost(points, duration: float) -> dict:
 
 
 def protocol_of(args) -> VCP:
-    """VCP with the options' router target, AI step, retransmission timer floor and RTT sampling."""
-    return VCP(gamma=args.gamma, alpha=args.alpha, min_rto_s=args.min_rto, rtt_samples=args.rtt_samples)
+    """VCP with the options' router target, AI step, retransmission timer floor, RTT sampling and pacing."""
+    return VCP(gamma=args.gamma, alpha=args.alpha, min_rto_s=args.min_rto, rtt_samples=args.rtt_samples,
+               pacing=args.pacing)
 
 
 def run_sweep(args, points, short=None, arrivals=None) -> dict:
@@ -314,6 +316,9 @@ def main() -> int:
     parser.add_argument("--rtt-samples", choices=RTT_SAMPLES, default=VCP.rtt_samples,
                         help="the senders' RTT samples: one per window (ns-2's TCP agent, the default) or one per ACK "
                              "(fig3-fig7)")
+    parser.add_argument("--pacing", choices=PACING, default=VCP.pacing,
+                        help="the senders' pacing: none, every window over the smoothed RTT, or windows of 2-64 "
+                             "packets where that spacing exceeds t_rho / 2, as the authors' ns-2 sender (fig3-fig7)")
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--sample", type=float, default=0.1)
     parser.add_argument("--ns3", action="store_true")

@@ -110,6 +110,66 @@ def test_rtt_samples_one_per_window_or_one_per_ack():
     assert VCP().rtt_samples == "window"
 
 
+def test_pacing_spaces_packets_by_its_rule():
+    """`pacing`: "none" sends as the window opens; "window" spaces packets srtt / window apart;
+    "small" (the authors' ns-2 sender) srtt / 2^k apart for windows of 2 to 64 packets, 2^k the
+    smallest power of 2 >= the window, only where that exceeds t_rho / 2. A paced sender sends
+    when its window is open and the gap since its last packet has passed, not before."""
+    network = _link(10.0, 1.5, 1)  # srtt 1.5 s, t_rho 0.2 s: "small" paces windows of up to 8
+    cases = (("none", 10, 0.0), ("window", 10, 0.15), ("window", 1, 1.5), ("small", 8, 0.1875), ("small", 5, 0.1875),
+             ("small", 2, 0.75), ("small", 2.9, 0.75), ("small", 9, 0.0), ("small", 1, 0.0))
+    for mode, window, gap in cases:
+        protocol = VCP(pacing=mode)
+        params, flows, s = _sender(network, protocol)
+        s = {**s, "snd_una": s["snd_nxt"], "cwnd": jnp.full(1, float(window)), "rto": jnp.full(1, 30.0)}
+        assert float(protocol.pace_gap(s)[0]) == pytest.approx(gap), (mode, window)
+        assert bool(protocol.may_send(s, params, flows, 10.0)[0])
+        s, _ = protocol.send(s, params, flows, 10.0, jnp.ones(1, bool))
+        if gap == 0.0:
+            assert float(protocol.pace_time(s)[0]) == math.inf
+            assert bool(protocol.may_send(s, params, flows, 10.0)[0]) == (window >= 2), (mode, window)
+            continue
+        assert float(protocol.pace_time(s)[0]) == pytest.approx(10.0 + gap), (mode, window)
+        assert not bool(protocol.may_send(s, params, flows, 10.0)[0]), (mode, window)
+        early = protocol.on_time(s, params, flows, 10.0 + 0.99 * gap, jnp.ones(1, bool))
+        assert not bool(protocol.may_send(early, params, flows, 10.0 + 0.99 * gap)[0]), (mode, window)
+        at = float(protocol.pace_time(s)[0])  # (on the engine's time grid)
+        s = protocol.on_time(s, params, flows, at, jnp.ones(1, bool))
+        assert bool(protocol.may_send(s, params, flows, at)[0]) == (window >= 2), (mode, window)
+        assert float(protocol.pace_time(s)[0]) == math.inf  # a token held: no pace instant pending
+    # a sender whose gap falls to 0 between its packets ("small": the window grows past 8) holds
+    # the token, so when the gap comes back (an MD) no pace instant lies behind the clock
+    protocol = VCP(pacing="small")
+    params, flows, s = _sender(network, protocol)
+    s = {**s, "snd_una": s["snd_nxt"], "cwnd": jnp.full(1, 8.0), "rto": jnp.full(1, 30.0)}
+    s, _ = protocol.send(s, params, flows, 10.0, jnp.ones(1, bool))
+    assert float(protocol.pace_time(s)[0]) == pytest.approx(10.1875)
+    s = _ack(protocol, params, flows, {**s, "cwnd": jnp.full(1, 9.0)}, 10.05, LOW, 1.5)  # 9 + xi_s: unpaced
+    assert float(protocol.pace_gap(s)[0]) == 0.0 and bool(s["pace_due"][0])
+    s = _ack(protocol, params, flows, s, 11.0, OVERLOAD, 1.5)  # MD to 8: paced again, the token held
+    assert float(protocol.pace_gap(s)[0]) == pytest.approx(0.1875)
+    assert float(protocol.pace_time(s)[0]) == math.inf and bool(protocol.may_send(s, params, flows, 11.0)[0])
+    assert VCP().pacing == "none"
+
+
+def test_paced_windows_cross_spread_over_the_rtt(conserved):
+    """Two flows with windows of 8 packets at 1.6 s RTT on a link that never queues them
+    (100 Mb/s): unpaced, each window crosses as one flight, so its packets reach the receiver in
+    one 0.1 s sample of each RTT's 16 (at most 2, should a flight straddle two); paced, spread over
+    it: "window" at least every other sample (gap srtt / 8 = 2 samples at first, less as the
+    window grows), and "small" too, though it paces only windows up to 8 packets: beyond, the
+    ACKs keep the spacing the paced start gave (the authors' reason for pacing the start)."""
+    network = _link(100.0, 1.6, 2)
+    for mode, lowest, highest in (("none", 0.0, 2 / 16), ("window", 0.5, 1.0), ("small", 0.5, 1.0)):
+        run = simulate_exact(network, VCP(initial_window=8, pacing=mode), duration_s=9.6, sample_s=0.1,
+                             flow_series=True).isel(run=0)
+        assert int(run.status) == 0
+        conserved(run)
+        assert int(run.timeouts.sum()) == 0 and float(run.dropped.sum()) == 0
+        used = (run.delivered_series.values[32:] > 0).mean(axis=0)  # after two RTTs
+        assert np.all((used >= lowest) & (used <= highest)), (mode, used)
+
+
 def test_gains_scale_with_the_rtt_and_weight_and_are_bounded():
     """Eqs. (5)-(9) and the bounds of the module docstring: xi(80 %) = 0.0625; xi_s =
     (1 + xi)^(rtt / t_rho) - 1 up to 1 / 0.8 - 1 = 0.25; alpha_i = w alpha (rtt / t_rho)^2 up to 2."""
@@ -266,6 +326,7 @@ def test_claiming_a_capacity_step_takes_the_rounds_of_eq_35():
     ({"max_mi_gain": 0.0}, "max_mi_gain"), ({"max_ai_packets": -2.0}, "max_ai_packets"),
     ({"initial_window": 0.5}, "initial_window"), ({"min_rto_s": 0.0}, "min_rto"),
     ({"rtt_samples": "packet"}, "rtt_samples"), ({"rtt_samples": None}, "rtt_samples"),
+    ({"pacing": "on"}, "pacing"), ({"pacing": True}, "pacing"),
 ])
 def test_bad_settings_are_errors_naming_the_field(kwargs, field):
     with pytest.raises(ParameterError) as error:
@@ -451,7 +512,8 @@ def test_vcps_of_other_gains_share_a_compiled_program_and_run_in_it_as_alone(mon
     plan = Plan.build(_link(5.0, 0.08, 2), np.arange(2), VCP.ack_bytes)
     key = _run_exact.compile_key(VCP(), plan)
     for other in (VCP(gamma=0.9, alpha=2.0, beta=0.5, kappa=0.1, kappa_q=0.3), VCP(t_rho_s=0.3, t_q_s=0.02),
-                  VCP(max_mi_gain=0.1, max_ai_packets=4.0, initial_window=3, min_rto_s=1.0)):
+                  VCP(max_mi_gain=0.1, max_ai_packets=4.0, initial_window=3, min_rto_s=1.0),
+                  VCP(pacing="window"), VCP(pacing="small", rtt_samples="ack")):
         assert _run_exact.compile_key(other, plan) == key, other
     assert _run_exact.compile_key(VCP(code_bits=8), plan) != key
     monkeypatch.setattr(_run_exact, "_CACHE", {})

@@ -59,6 +59,17 @@ of max(BDP, 2 packets per flow):
 
 Both are settings; neither was tuned to a figure.
 
+**Pacing** (`pacing`; not in the paper, whose senders send as their window opens): "none" (the
+default) sends each packet as soon as the window allows, so a small window crosses as one flight;
+"window" spaces every window's packets srtt / window apart; "small" follows the authors' public
+ns-2 sender (`Agent/TCP/Reno/VcpSrc`, read, not copied), which spaces only windows of 2 to 64
+packets, srtt / 2^k apart for the smallest 2^k >= the window, and only where that spacing exceeds
+t_rho / 2 (at 1500 ms windows up to 8 packets, at 800 ms up to 4; none at 200 ms or less). Its
+own comment says it serves the start: flows begin with a window of one packet, and an ACK clock
+keeps the spacing its first packets had. A paced sender sends a data packet only when its window
+is open and a gap has passed since its last one (ns-2 ticks its pacing timer in 10 ms; this one
+is exact).
+
 **Loss** (`_explicit.WindowSender`, as XCP's): as TCP, which VCP's senders keep for the rare
 loss: the window halves when the sender goes back on three duplicate ACKs and falls to one packet
 on a timeout. The retransmission timer's floor is 200 ms (`min_rto`). The senders take one RTT
@@ -98,6 +109,11 @@ LOW_LOAD = 0.8
 #: the 2 packets per flow of the paper's buffer sizing, in packets per RTT.
 MAX_MI_GAIN = 1.0 / LOW_LOAD - 1.0
 MAX_AI_PACKETS = 2.0
+#: The pacing settings (module docstring): none, every window over the smoothed RTT, or small
+#: windows only, as the authors' public ns-2 sender.
+PACING = ("none", "window", "small")
+#: The largest window the "small" pacing spaces, packets.
+PACED_WINDOW_MAX = 64
 #: The 2-bit codes of Fig. 2.
 LOW, HIGH, OVERLOAD = 1.0, 2.0, 3.0
 CODE_BITS = (2, 8)
@@ -125,6 +141,7 @@ class VCPParams(NamedTuple):
     min_rto: jax.Array
     initial_rto: jax.Array
     rtt_per_window: jax.Array
+    pacing: jax.Array  # the index of the setting in PACING
 
 
 def mi_gain(kappa: float, load: float = LOW_LOAD) -> float:
@@ -167,7 +184,8 @@ class VCP(WindowSender, FieldSettings):
     factor itself, Fig. 13); max_mi_gain and max_ai_packets bound the scaled gains (module
     docstring; None: the bounds derived there, 1 / 0.8 - 1 and 2 packets); initial_window in
     packets (>= 1); min_rto_s (> 0); rtt_samples "window" (one RTT sample per window, ns-2's) or
-    "ack" (one per ACK that acknowledges new data). Flow weights (eq. (9)) are the network's."""
+    "ack" (one per ACK that acknowledges new data); pacing "none", "window" or "small" (module
+    docstring). Flow weights (eq. (9)) are the network's."""
 
     t_rho_s: float = 0.2
     t_q_s: float = 0.01
@@ -182,6 +200,7 @@ class VCP(WindowSender, FieldSettings):
     initial_window: float = field(default=1.0, metadata={"unit": "packets"})
     min_rto_s: float = 0.2
     rtt_samples: str = "window"
+    pacing: str = "none"
     name = "vcp"
     header_size = len(HEADER)
     rate_field = LOAD  # (the base class's `rate` then holds the last code; unused)
@@ -206,6 +225,8 @@ class VCP(WindowSender, FieldSettings):
         require_positive("min_rto", self.min_rto_s, "a minimum RTO > 0 s")
         require_window("initial_window", self.initial_window)
         require_rtt_samples(self.rtt_samples)
+        if self.pacing not in PACING:
+            raise ParameterError("pacing", self.pacing, f"one of {', '.join(map(repr, PACING))} (module docstring)")
 
     def params(self, network, plan, tables) -> VCPParams:
         scalar = lambda v: jnp.asarray(float(v))  # noqa: E731
@@ -216,6 +237,7 @@ class VCP(WindowSender, FieldSettings):
                          max_ai_packets=scalar(MAX_AI_PACKETS if self.max_ai_packets is None else self.max_ai_packets),
                          weight=jnp.asarray(_flow_weights(network, plan, tables)),
                          packet_bytes=scalar(plan.data_bytes), initial_window=scalar(math.floor(self.initial_window)),
+                         pacing=jnp.asarray(PACING.index(self.pacing), jnp.int32),
                          **shared_params(plan, self.min_rto_s, self.rtt_samples))
 
     def compiled_settings(self) -> dict:
@@ -269,11 +291,15 @@ class VCP(WindowSender, FieldSettings):
     def extra_state(self, n: int) -> dict:
         return {"cwnd": jnp.zeros(n), "freeze_until": jnp.full(n, -jnp.inf), "ai_until": jnp.full(n, -jnp.inf),
                 "mi_acks": jnp.zeros(n, jnp.int32), "ai_acks": jnp.zeros(n, jnp.int32),
-                "decreases": jnp.zeros(n, jnp.int32), "last_decrease": jnp.full(n, -jnp.inf)}
+                "decreases": jnp.zeros(n, jnp.int32), "last_decrease": jnp.full(n, -jnp.inf),
+                "pacing": jnp.zeros(n, jnp.int32), "pace_floor": jnp.zeros(n), "pace_next": jnp.full(n, jnp.inf),
+                "pace_due": jnp.ones(n, bool)}
 
     def init(self, params, flows, key):
         s = super().init(params, flows, key)
-        return {**s, "cwnd": jnp.full(flows.start.shape, params.initial_window)}
+        shape = flows.start.shape
+        return {**s, "cwnd": jnp.full(shape, params.initial_window), "pacing": jnp.full(shape, params.pacing),
+                "pace_floor": jnp.full(shape, params.t_rho / 2.0)}
 
     def report(self, state):
         """Per flow at the end: the window (packets), the MDs made (`decreases`) and when the last
@@ -315,23 +341,53 @@ class VCP(WindowSender, FieldSettings):
         cwnd = jnp.where(ai, cwnd + alpha_i * acked / jnp.maximum(cwnd, 1.0), cwnd)
         cwnd = jnp.where(md, jnp.maximum(md_factor * cwnd, 1.0), cwnd)
         freeze = on_grid(now + params.t_rho)
-        return {**s, "cwnd": cwnd,
+        return self.unpaced_hold_a_token({**s, "cwnd": cwnd,
                 "freeze_until": jnp.where(md, freeze, s["freeze_until"]),
                 "ai_until": jnp.where(md, on_grid(freeze + rtt), s["ai_until"]),
                 "mi_acks": s["mi_acks"] + mi, "ai_acks": s["ai_acks"] + ai,
-                "decreases": s["decreases"] + md, "last_decrease": jnp.where(md, now, s["last_decrease"])}
+                "decreases": s["decreases"] + md, "last_decrease": jnp.where(md, now, s["last_decrease"])})
 
     def window_packets(self, s):
         """The window the sender sends with: whole packets, at least one."""
         return jnp.maximum(jnp.floor(s["cwnd"]), 1.0)
 
     def may_send(self, s, params, flows, now):
-        return (s["snd_nxt"] - s["snd_una"]).astype(jnp.float64) < self.window_packets(s)
+        open_ = (s["snd_nxt"] - s["snd_una"]).astype(jnp.float64) < self.window_packets(s)
+        return open_ & ((self.pace_gap(s) <= 0.0) | s["pace_due"])
+
+    # Pacing (module docstring): a sender whose gap is > 0 spends a token (`pace_due`) on each data
+    # packet, and the next token comes a gap after it. A sender whose gap is 0 holds the token
+    # (after each of its packets, ACKs and timers), so the pace instant is never behind `now` while
+    # no token is held, when the gap becomes > 0 again, and none is pending while one is.
+    def pace_gap(self, s):
+        """The spacing of a sender's packets, s (0: not paced): srtt / window ("window"), or for
+        windows of 2 to 64 packets srtt / the next power of 2 when that exceeds t_rho / 2 ("small")."""
+        window = self.window_packets(s)
+        small = s["srtt"] / jnp.exp2(jnp.ceil(jnp.log2(window)))
+        small = jnp.where((window >= 2.0) & (window <= PACED_WINDOW_MAX) & (small > s["pace_floor"]), small, 0.0)
+        return jnp.where(s["pacing"] == 1, s["srtt"] / window, jnp.where(s["pacing"] == 2, small, 0.0))
+
+    def unpaced_hold_a_token(self, s):
+        return {**s, "pace_due": s["pace_due"] | (self.pace_gap(s) <= 0.0)}
+
+    def on_time(self, s, params, flows, now, mask):
+        return self.unpaced_hold_a_token(super().on_time(s, params, flows, now, mask))
+
+    def pace_time(self, s):
+        return jnp.where((self.pace_gap(s) > 0.0) & ~s["pace_due"], s["pace_next"], jnp.inf)
+
+    def on_pace(self, s, paced):
+        return {**s, "pace_due": s["pace_due"] | paced}
+
+    def after_send(self, s, data, now):
+        gap = self.pace_gap(s)
+        return {**s, "pace_due": jnp.where(data, gap <= 0.0, s["pace_due"]),
+                "pace_next": jnp.where(data, on_grid(now + gap), s["pace_next"])}
 
     def data_header(self, s, params, syn):
         first = LOW if self.code_bits == 2 else 0.0
         return jnp.full((syn.shape[0], 1), first)
 
 
-__all__ = ["CODE_BITS", "HEADER", "LOAD_STEP", "LOW_LOAD", "MAX_AI_PACKETS", "MAX_MI_GAIN", "VCP", "VCPParams", "load_code", "mi_gain",
+__all__ = ["CODE_BITS", "HEADER", "LOAD_STEP", "LOW_LOAD", "MAX_AI_PACKETS", "MAX_MI_GAIN", "PACED_WINDOW_MAX", "PACING", "VCP", "VCPParams", "load_code", "mi_gain",
            "scaled_ai_gain", "scaled_mi_gain"]
