@@ -5,6 +5,7 @@ cannot be used or a study key that does not exist."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import time
@@ -135,6 +136,59 @@ def test_a_worker_killed_mid_sweep_loses_nothing(in_process, tmp_path):
     status = xr.open_zarr(tmp_path / "sweep.zarr", consolidated=False)["chunk_status"].values
     assert status.tolist() == [1] * 8 and json.loads(data.attrs["chunks_failed"]) == []
     _same(data, run_sweep(spec, None, chunk_points=CHUNK))
+
+
+def test_a_summary_that_does_not_come_back_is_submitted_again(monkeypatch):
+    """Dask's gather can wait forever for the result of a task whose worker died after it
+    finished (the way the test above could hang): `run_chunks` waits GATHER_TIMEOUT_S for each
+    finished task's summary, submits the task again up to RESUBMITS times, then records the
+    chunk's error, and the other chunks go on. With a stand-in client whose futures of chunk 1
+    lose their summary twice and those of chunk 2 always."""
+    import dask.distributed
+
+    lost_times = {0: 0, 1: 2, 2: math.inf}
+    submitted, cancelled, timeouts = [], [], []
+
+    class Future:
+        def __init__(self, fn, args, key):
+            self.fn, self.args, self.key = fn, args, key
+
+        def result(self, timeout=None):
+            timeouts.append(timeout)
+            chunk, attempt = (int(part) for part in self.key.split("-")[2::2])
+            if attempt < lost_times[chunk]:
+                raise TimeoutError
+            return self.fn(*self.args)
+
+        def cancel(self):
+            cancelled.append(self.key)
+
+    class Client:
+        def submit(self, fn, *args, key, pure):
+            assert not pure
+            submitted.append(key)
+            return Future(fn, args, key)
+
+    class AsCompleted:  # finishing in the order submitted
+        def __init__(self, futures):
+            self.queue = list(futures)
+
+        def add(self, future):
+            self.queue.append(future)
+
+        def __iter__(self):
+            while self.queue:
+                yield self.queue.pop(0)
+
+    monkeypatch.setattr(dask.distributed, "as_completed", AsCompleted)
+    outcomes = {}
+    _execute.run_chunks(lambda k: {"chunk": k}, [0, 1, 2], lambda k, s, e: outcomes.setdefault(k, (s, e)), Client())
+    assert outcomes[0] == ({"chunk": 0}, None) and outcomes[1] == ({"chunk": 1}, None)
+    assert outcomes[2][0] is None and "did not come back" in outcomes[2][1]
+    count = lambda k: sum(key.split("-")[2] == str(k) for key in submitted)  # noqa: E731
+    assert (count(0), count(1), count(2)) == (1, 3, _execute.RESUBMITS + 1)
+    assert len(cancelled) >= 2 + _execute.RESUBMITS + 1  # every future whose summary was lost
+    assert set(timeouts) == {_execute.GATHER_TIMEOUT_S}
 
 
 def test_a_cluster_that_cannot_be_used_is_a_clear_error():

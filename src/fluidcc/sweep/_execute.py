@@ -5,6 +5,9 @@ chunk, in this process when `client` is None, else as Dask tasks (``client.submi
 each outcome to `done` as it arrives, in the order chunks finish. A task returns a small summary
 (its results go to the store from where it ran), or raises: the error is kept and the others go
 on. Dask may run a task more than once (a worker lost mid-task), so tasks must be idempotent.
+A finished task whose summary does not come back within `GATHER_TIMEOUT_S` (Dask's gather can
+wait forever for a result held by a worker that died, dask/distributed issues 3196 and 7331) is
+submitted again, up to `RESUBMITS` times, then recorded as the chunk's error.
 
 `cluster` opens the client a front end asks for: ``workers=N`` starts a LocalCluster of N worker
 processes on this machine, ``scheduler=ADDRESS`` connects to a running scheduler (``dask
@@ -24,6 +27,11 @@ from ..errors import ClusterError
 
 #: Seconds to wait for a scheduler to answer before saying it does not.
 CONNECT_TIMEOUT_S = 5.0
+#: Seconds to wait for a finished task's summary (small: it is gathered in milliseconds when its
+#: worker is alive) before submitting the task again.
+GATHER_TIMEOUT_S = 60.0
+#: How many times a task whose summary did not come back is submitted again.
+RESUBMITS = 3
 
 
 @contextlib.contextmanager
@@ -119,12 +127,28 @@ def run_chunks(task: Callable[[int], dict], pending: Iterable[int], done: Callab
     from dask.distributed import as_completed
 
     tag = _token(task)
-    futures = {client.submit(_guarded, task, k, key=f"fluidcc-chunk-{k}-{tag}", pure=False): k for k in pending}
+    submits = dict.fromkeys(pending, 0)
+
+    def submit(k):
+        return client.submit(_guarded, task, k, key=f"fluidcc-chunk-{k}-{tag}-{submits[k]}", pure=False)
+
+    futures = {submit(k): k for k in pending}
+    finished = as_completed(list(futures))
     try:
-        for future in as_completed(futures):
-            k = futures[future]
+        for future in finished:
+            k = futures.pop(future)
             try:
-                summary, error = future.result()
+                summary, error = future.result(timeout=GATHER_TIMEOUT_S)
+            except TimeoutError:  # finished, but its summary did not come back (module docstring)
+                future.cancel()
+                if submits[k] < RESUBMITS:
+                    submits[k] += 1
+                    again = submit(k)
+                    futures[again] = k
+                    finished.add(again)
+                    continue
+                summary, error = None, (f"the summary of chunk {k} did not come back within {GATHER_TIMEOUT_S:g} s "
+                                        f"of its finishing, {RESUBMITS + 1} times")
             except Exception as lost:  # e.g. KilledWorker: the chunk's workers died each time it ran
                 summary, error = None, f"{type(lost).__name__}: {lost}"
             done(k, summary, error)
