@@ -116,13 +116,17 @@ def test_pacing_spaces_packets_by_its_rule():
     smallest power of 2 >= the window, only where that exceeds t_rho / 2. A paced sender sends
     when its window is open and the gap since its last packet has passed, not before."""
     network = _link(10.0, 1.5, 1)  # srtt 1.5 s, t_rho 0.2 s: "small" paces windows of up to 8
-    cases = (("none", 10, 0.0), ("window", 10, 0.15), ("window", 1, 1.5), ("small", 8, 0.1875), ("small", 5, 0.1875),
-             ("small", 2, 0.75), ("small", 2.9, 0.75), ("small", 9, 0.0), ("small", 1, 0.0))
-    for mode, window, gap in cases:
+    far = _link(10.0, 10.0, 1)  # srtt 10 s: up to 64
+    cases = ((network, "none", 10, 0.0), (network, "window", 10, 0.15), (network, "window", 1, 1.5),
+             (network, "small", 8, 0.1875), (network, "small", 5, 0.1875), (network, "small", 3, 0.375),
+             (network, "small", 2, 0.75), (network, "small", 2.9, 0.75), (network, "small", 9, 0.0),
+             (network, "small", 1, 0.0), (far, "small", 64, 10 / 64), (far, "small", 33, 10 / 64),
+             (far, "small", 17, 10 / 32), (far, "small", 65, 0.0))
+    for net, mode, window, gap in cases:
         protocol = VCP(pacing=mode)
-        params, flows, s = _sender(network, protocol)
+        params, flows, s = _sender(net, protocol)
         s = {**s, "snd_una": s["snd_nxt"], "cwnd": jnp.full(1, float(window)), "rto": jnp.full(1, 30.0)}
-        assert float(protocol.pace_gap(s)[0]) == pytest.approx(gap), (mode, window)
+        assert float(protocol.pace_gap(s)[0]) == gap, (mode, window)  # exactly
         assert bool(protocol.may_send(s, params, flows, 10.0)[0])
         s, _ = protocol.send(s, params, flows, 10.0, jnp.ones(1, bool))
         if gap == 0.0:

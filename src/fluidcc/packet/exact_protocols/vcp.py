@@ -59,16 +59,18 @@ of max(BDP, 2 packets per flow):
 
 Both are settings; neither was tuned to a figure.
 
-**Pacing** (`pacing`; not in the paper, whose senders send as their window opens): "none" (the
+**Pacing** (`pacing`; the paper does not say how its senders space their packets): "none" (the
 default) sends each packet as soon as the window allows, so a small window crosses as one flight;
-"window" spaces every window's packets srtt / window apart; "small" follows the authors' public
-ns-2 sender (`Agent/TCP/Reno/VcpSrc`, read, not copied), which spaces only windows of 2 to 64
-packets, srtt / 2^k apart for the smallest 2^k >= the window, and only where that spacing exceeds
-t_rho / 2 (at 1500 ms windows up to 8 packets, at 800 ms up to 4; none at 200 ms or less). Its
-own comment says it serves the start: flows begin with a window of one packet, and an ACK clock
-keeps the spacing its first packets had. A paced sender sends a data packet only when its window
-is open and a gap has passed since its last one (ns-2 ticks its pacing timer in 10 ms; this one
-is exact).
+"window" spaces every window's packets srtt / window apart; "small" takes the rule of the authors'
+public ns-2 sender (`Agent/TCP/Reno/VcpSrc`, read, not copied) for which windows to space and
+how far: windows of 2 to 64 packets, srtt / 2^k apart for the smallest 2^k >= the window, only
+where that exceeds t_rho / 2 (at an SRTT of 1.5 s windows up to 8 packets, of 0.8 s up to 4; none
+at 0.2 s or less; the SRTT holds the queueing delay). Its own comment says it serves the start:
+flows begin with a window of one packet, and an ACK clock keeps the spacing its first packets
+had. Here a paced sender sends a data packet only when its window is open and a gap has passed
+since its last one. That sender's mechanism differs: on each ACK it sends one packet at once and
+defers one more by the gap (its timer sends that one and is not armed again until the next
+ACK), with the gap rounded down to its 10 ms ticks and its SRTT in whole ticks.
 
 **Loss** (`_explicit.WindowSender`, as XCP's): as TCP, which VCP's senders keep for the rare
 loss: the window halves when the sender goes back on three duplicate ACKs and falls to one packet
@@ -363,7 +365,10 @@ class VCP(WindowSender, FieldSettings):
         """The spacing of a sender's packets, s (0: not paced): srtt / window ("window"), or for
         windows of 2 to 64 packets srtt / the next power of 2 when that exceeds t_rho / 2 ("small")."""
         window = self.window_packets(s)
-        small = s["srtt"] / jnp.exp2(jnp.ceil(jnp.log2(window)))
+        power = 2.0  # the smallest power of 2 >= the window, exactly (a where-chain of literals)
+        for bound in (2.0, 4.0, 8.0, 16.0, 32.0):
+            power = jnp.where(window > bound, 2.0 * bound, power)
+        small = s["srtt"] / power
         small = jnp.where((window >= 2.0) & (window <= PACED_WINDOW_MAX) & (small > s["pace_floor"]), small, 0.0)
         return jnp.where(s["pacing"] == 1, s["srtt"] / window, jnp.where(s["pacing"] == 2, small, 0.0))
 
