@@ -140,22 +140,28 @@ def test_a_worker_killed_mid_sweep_loses_nothing(in_process, tmp_path):
 
 def test_a_summary_that_does_not_come_back_is_submitted_again(monkeypatch):
     """Dask's gather can wait forever for the result of a task whose worker died after it
-    finished (the way the test above could hang): `run_chunks` waits GATHER_TIMEOUT_S for each
-    finished task's summary, submits the task again up to RESUBMITS times, then records the
-    chunk's error, and the other chunks go on. With a stand-in client whose futures of chunk 1
-    lose their summary twice and those of chunk 2 always."""
+    finished: `run_chunks` waits GATHER_TIMEOUT_S for each finished task's summary, submits the
+    task again up to RESUBMITS times, then records the chunk's error, and the other chunks go on;
+    a task that Dask is computing again (no longer finished) is waited for, not submitted again.
+    With a stand-in client whose futures of chunk 1 lose their summary twice, those of chunk 2
+    always, and chunk 3's first wait times out while it is computed again."""
     import dask.distributed
 
-    lost_times = {0: 0, 1: 2, 2: math.inf}
-    submitted, cancelled, timeouts = [], [], []
+    lost_times = {0: 0, 1: 2, 2: math.inf, 3: 0}
+    submitted, cancelled, timeouts, outcomes = [], [], [], []
 
     class Future:
         def __init__(self, fn, args, key):
-            self.fn, self.args, self.key = fn, args, key
+            self.fn, self.args, self.key, self.status, self.waits = fn, args, key, "finished", 0
 
         def result(self, timeout=None):
             timeouts.append(timeout)
             chunk, attempt = (int(part) for part in self.key.split("-")[2::2])
+            self.waits += 1
+            if chunk == 3 and self.waits == 1:
+                self.status = "pending"  # its worker died: Dask computes it again
+                raise TimeoutError
+            self.status = "finished"
             if attempt < lost_times[chunk]:
                 raise TimeoutError
             return self.fn(*self.args)
@@ -169,7 +175,7 @@ def test_a_summary_that_does_not_come_back_is_submitted_again(monkeypatch):
             submitted.append(key)
             return Future(fn, args, key)
 
-    class AsCompleted:  # finishing in the order submitted
+    class AsCompleted:  # finishing in the order submitted (or added again)
         def __init__(self, futures):
             self.queue = list(futures)
 
@@ -181,13 +187,16 @@ def test_a_summary_that_does_not_come_back_is_submitted_again(monkeypatch):
                 yield self.queue.pop(0)
 
     monkeypatch.setattr(dask.distributed, "as_completed", AsCompleted)
-    outcomes = {}
-    _execute.run_chunks(lambda k: {"chunk": k}, [0, 1, 2], lambda k, s, e: outcomes.setdefault(k, (s, e)), Client())
-    assert outcomes[0] == ({"chunk": 0}, None) and outcomes[1] == ({"chunk": 1}, None)
-    assert outcomes[2][0] is None and "did not come back" in outcomes[2][1]
+    _execute.run_chunks(lambda k: {"chunk": k}, [0, 1, 2, 3], lambda k, s, e: outcomes.append((k, s, e)), Client())
+    assert sorted(k for k, _, _ in outcomes) == [0, 1, 2, 3]  # each chunk done once
+    by_chunk = {k: (s, e) for k, s, e in outcomes}
+    for k in (0, 1, 3):
+        assert by_chunk[k] == ({"chunk": k}, None), k
+    assert by_chunk[2][0] is None and "did not come back" in by_chunk[2][1]
     count = lambda k: sum(key.split("-")[2] == str(k) for key in submitted)  # noqa: E731
-    assert (count(0), count(1), count(2)) == (1, 3, _execute.RESUBMITS + 1)
-    assert len(cancelled) >= 2 + _execute.RESUBMITS + 1  # every future whose summary was lost
+    assert (count(0), count(1), count(2), count(3)) == (1, 3, _execute.RESUBMITS + 1, 1)
+    lost = [key for key in submitted if key.split("-")[2] == "2" or (key.split("-")[2] == "1" and key[-1] in "01")]
+    assert sorted(cancelled) == sorted(lost)  # every future whose summary was lost, and no other
     assert set(timeouts) == {_execute.GATHER_TIMEOUT_S}
 
 

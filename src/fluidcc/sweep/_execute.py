@@ -7,7 +7,8 @@ each outcome to `done` as it arrives, in the order chunks finish. A task returns
 on. Dask may run a task more than once (a worker lost mid-task), so tasks must be idempotent.
 A finished task whose summary does not come back within `GATHER_TIMEOUT_S` (Dask's gather can
 wait forever for a result held by a worker that died, dask/distributed issues 3196 and 7331) is
-submitted again, up to `RESUBMITS` times, then recorded as the chunk's error.
+submitted again, up to `RESUBMITS` times, then recorded as the chunk's error; a task that Dask
+computes again because the worker holding its result died (no longer finished) is waited for.
 
 `cluster` opens the client a front end asks for: ``workers=N`` starts a LocalCluster of N worker
 processes on this machine, ``scheduler=ADDRESS`` connects to a running scheduler (``dask
@@ -136,10 +137,15 @@ def run_chunks(task: Callable[[int], dict], pending: Iterable[int], done: Callab
     finished = as_completed(list(futures))
     try:
         for future in finished:
-            k = futures.pop(future)
+            k = futures[future]
             try:
                 summary, error = future.result(timeout=GATHER_TIMEOUT_S)
-            except TimeoutError:  # finished, but its summary did not come back (module docstring)
+            except TimeoutError:
+                if future.status != "finished":  # lost with its worker and being computed again: wait
+                    finished.add(future)
+                    continue
+                # finished, but its summary did not come back (module docstring)
+                futures.pop(future)
                 future.cancel()
                 if submits[k] < RESUBMITS:
                     submits[k] += 1
@@ -150,7 +156,10 @@ def run_chunks(task: Callable[[int], dict], pending: Iterable[int], done: Callab
                 summary, error = None, (f"the summary of chunk {k} did not come back within {GATHER_TIMEOUT_S:g} s "
                                         f"of its finishing, {RESUBMITS + 1} times")
             except Exception as lost:  # e.g. KilledWorker: the chunk's workers died each time it ran
+                futures.pop(future)
                 summary, error = None, f"{type(lost).__name__}: {lost}"
+            else:
+                futures.pop(future)
             done(k, summary, error)
     finally:
         for future in futures:
