@@ -145,9 +145,9 @@ def run_chunks(task: Callable[[int], dict], pending: Iterable[int], done: Callab
                     finished.add(future)
                     continue
                 # finished, but its summary did not come back (module docstring)
-                futures.pop(future)
                 future.cancel()
                 if submits[k] < RESUBMITS:
+                    futures.pop(future)
                     submits[k] += 1
                     again = submit(k)
                     futures[again] = k
@@ -156,10 +156,8 @@ def run_chunks(task: Callable[[int], dict], pending: Iterable[int], done: Callab
                 summary, error = None, (f"the summary of chunk {k} did not come back within {GATHER_TIMEOUT_S:g} s "
                                         f"of its finishing, {RESUBMITS + 1} times")
             except Exception as lost:  # e.g. KilledWorker: the chunk's workers died each time it ran
-                futures.pop(future)
                 summary, error = None, f"{type(lost).__name__}: {lost}"
-            else:
-                futures.pop(future)
+            futures.pop(future)
             done(k, summary, error)
     finally:
         for future in futures:
