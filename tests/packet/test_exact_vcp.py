@@ -126,33 +126,33 @@ def test_pacing_spaces_packets_by_its_rule():
         protocol = VCP(pacing=mode)
         params, flows, s = _sender(net, protocol)
         s = {**s, "snd_una": s["snd_nxt"], "cwnd": jnp.full(1, float(window)), "rto": jnp.full(1, 30.0)}
-        assert float(protocol.pace_gap(s)[0]) == gap, (mode, window)  # exactly
+        assert float(protocol.pace_gap(s, params)[0]) == gap, (mode, window)  # exactly
         assert bool(protocol.may_send(s, params, flows, 10.0)[0])
         s, _ = protocol.send(s, params, flows, 10.0, jnp.ones(1, bool))
         if gap == 0.0:
-            assert float(protocol.pace_time(s)[0]) == math.inf
+            assert float(protocol.pace_time(s, params)[0]) == math.inf
             assert bool(protocol.may_send(s, params, flows, 10.0)[0]) == (window >= 2), (mode, window)
             continue
-        assert float(protocol.pace_time(s)[0]) == pytest.approx(10.0 + gap), (mode, window)
+        assert float(protocol.pace_time(s, params)[0]) == pytest.approx(10.0 + gap), (mode, window)
         assert not bool(protocol.may_send(s, params, flows, 10.0)[0]), (mode, window)
         early = protocol.on_time(s, params, flows, 10.0 + 0.99 * gap, jnp.ones(1, bool))
         assert not bool(protocol.may_send(early, params, flows, 10.0 + 0.99 * gap)[0]), (mode, window)
-        at = float(protocol.pace_time(s)[0])  # (on the engine's time grid)
+        at = float(protocol.pace_time(s, params)[0])  # (on the engine's time grid)
         s = protocol.on_time(s, params, flows, at, jnp.ones(1, bool))
         assert bool(protocol.may_send(s, params, flows, at)[0]) == (window >= 2), (mode, window)
-        assert float(protocol.pace_time(s)[0]) == math.inf  # a token held: no pace instant pending
+        assert float(protocol.pace_time(s, params)[0]) == math.inf  # a token held: no pace instant pending
     # a sender whose gap falls to 0 between its packets ("small": the window grows past 8) holds
     # the token, so when the gap comes back (an MD) no pace instant lies behind the clock
     protocol = VCP(pacing="small")
     params, flows, s = _sender(network, protocol)
     s = {**s, "snd_una": s["snd_nxt"], "cwnd": jnp.full(1, 8.0), "rto": jnp.full(1, 30.0)}
     s, _ = protocol.send(s, params, flows, 10.0, jnp.ones(1, bool))
-    assert float(protocol.pace_time(s)[0]) == pytest.approx(10.1875)
+    assert float(protocol.pace_time(s, params)[0]) == pytest.approx(10.1875)
     s = _ack(protocol, params, flows, {**s, "cwnd": jnp.full(1, 9.0)}, 10.05, LOW, 1.5)  # 9 + xi_s: unpaced
-    assert float(protocol.pace_gap(s)[0]) == 0.0 and bool(s["pace_due"][0])
+    assert float(protocol.pace_gap(s, params)[0]) == 0.0 and bool(s["pace_due"][0])
     s = _ack(protocol, params, flows, s, 11.0, OVERLOAD, 1.5)  # MD to 8: paced again, the token held
-    assert float(protocol.pace_gap(s)[0]) == pytest.approx(0.1875)
-    assert float(protocol.pace_time(s)[0]) == math.inf and bool(protocol.may_send(s, params, flows, 11.0)[0])
+    assert float(protocol.pace_gap(s, params)[0]) == pytest.approx(0.1875)
+    assert float(protocol.pace_time(s, params)[0]) == math.inf and bool(protocol.may_send(s, params, flows, 11.0)[0])
     assert VCP().pacing == "none"
 
 

@@ -137,13 +137,13 @@ class ExplicitRateSender(ExactProtocol):
     def extra_state(self, n: int) -> dict:
         return {}
 
-    def pace_time(self, s):
+    def pace_time(self, s, params):
         return jnp.full(s["phase"].shape, jnp.inf)
 
     def may_send(self, s, params, flows, now):
         raise NotImplementedError
 
-    def on_pace(self, s, paced):
+    def on_pace(self, s, params, paced):
         return s
 
     def after_ack(self, s, params, now, opened, is_ack, ack):
@@ -152,7 +152,7 @@ class ExplicitRateSender(ExactProtocol):
     def data_header(self, s, params, syn):
         raise NotImplementedError
 
-    def after_send(self, s, data, now):
+    def after_send(self, s, params, data, now):
         return s
 
     # ------------------------------------------------------------------------ the contract
@@ -173,7 +173,7 @@ class ExplicitRateSender(ExactProtocol):
     def next_time(self, s, params, flows):
         starting = jnp.where((s["phase"] == 0) & ~s["syn_due"] & (flows.start < flows.stop), flows.start, jnp.inf)
         starting = jnp.minimum(starting, jnp.where((s["phase"] == 1) & ~s["syn_due"], s["syn_at"], jnp.inf))
-        pace = jnp.where(s["phase"] == 2, self.pace_time(s), jnp.inf)
+        pace = jnp.where(s["phase"] == 2, self.pace_time(s, params), jnp.inf)
         rto = jnp.where(s["phase"] == 2, s["timer"], jnp.inf)
         return jnp.minimum(starting, jnp.minimum(pace, rto))
 
@@ -182,7 +182,7 @@ class ExplicitRateSender(ExactProtocol):
         again = start & (s["phase"] == 1)
         expired = mask & (s["phase"] == 2) & (now >= s["timer"])
         timeout = expired & (s["high_tx"] > s["snd_una"])
-        paced = mask & (s["phase"] == 2) & ~expired & (now >= self.pace_time(s))
+        paced = mask & (s["phase"] == 2) & ~expired & (now >= self.pace_time(s, params))
         rto = jnp.where(timeout, jnp.minimum(2.0 * s["rto"], MAX_RTO_S), s["rto"])
         s = {**s, "phase": jnp.where(start, 1, s["phase"]), "syn_due": s["syn_due"] | start,
              "syn_wait": jnp.where(again, 2.0 * s["syn_wait"], s["syn_wait"]),
@@ -191,7 +191,7 @@ class ExplicitRateSender(ExactProtocol):
              "recover": jnp.where(timeout, s["high_tx"], s["recover"]), "rto": rto,
              "timer": jnp.where(expired, jnp.where(timeout, on_grid(now + rto), jnp.inf), s["timer"]),
              "timeouts": s["timeouts"] + timeout}
-        return self.on_pace(s, paced)
+        return self.on_pace(s, params, paced)
 
     def on_ack(self, s, params, flows, now, mask, ack):
         opened = mask & (ack.kind == SYNACK) & (s["phase"] == 1)
@@ -241,7 +241,7 @@ class ExplicitRateSender(ExactProtocol):
         s = {**s, "syn_due": s["syn_due"] & ~syn, "syn_at": jnp.where(syn, on_grid(now + s["syn_wait"]), s["syn_at"]),
              "snd_nxt": snd_nxt, "high_tx": jnp.maximum(s["high_tx"], snd_nxt),
              "timer": jnp.where(data & jnp.isinf(s["timer"]), on_grid(now + s["rto"]), s["timer"])}
-        return self.after_send(s, data, now), packet
+        return self.after_send(s, params, data, now), packet
 
 
 class WindowSender(ExplicitRateSender):

@@ -101,10 +101,10 @@ class RCP(ExplicitRateSender, FieldSettings):
     def extra_state(self, n: int) -> dict:
         return {"next": jnp.full(n, jnp.inf), "due": jnp.zeros(n, bool)}
 
-    def pace_time(self, s):
+    def pace_time(self, s, params):
         return jnp.where(s["due"], jnp.inf, s["next"])
 
-    def on_pace(self, s, paced):
+    def on_pace(self, s, params, paced):
         return {**s, "due": s["due"] | paced}
 
     def after_ack(self, s, params, now, opened, is_ack, ack):
@@ -116,7 +116,7 @@ class RCP(ExplicitRateSender, FieldSettings):
     def data_header(self, s, params, syn):
         return jnp.stack([jnp.full(syn.shape, UNLIMITED), jnp.where(syn, 0.0, s["srtt"])], axis=1)
 
-    def after_send(self, s, data, now):
+    def after_send(self, s, params, data, now):
         gap = 1.0 / jnp.maximum(s["rate"], 1e-9)
         return {**s, "due": s["due"] & ~data, "next": jnp.where(data, jnp.maximum(on_grid(s["next"] + gap), now), s["next"])}
 

@@ -294,14 +294,12 @@ class VCP(WindowSender, FieldSettings):
         return {"cwnd": jnp.zeros(n), "freeze_until": jnp.full(n, -jnp.inf), "ai_until": jnp.full(n, -jnp.inf),
                 "mi_acks": jnp.zeros(n, jnp.int32), "ai_acks": jnp.zeros(n, jnp.int32),
                 "decreases": jnp.zeros(n, jnp.int32), "last_decrease": jnp.full(n, -jnp.inf),
-                "pacing": jnp.zeros(n, jnp.int32), "pace_floor": jnp.zeros(n), "pace_next": jnp.full(n, jnp.inf),
-                "pace_due": jnp.ones(n, bool)}
+                "pace_next": jnp.full(n, jnp.inf), "pace_due": jnp.ones(n, bool)}
 
     def init(self, params, flows, key):
         s = super().init(params, flows, key)
         shape = flows.start.shape
-        return {**s, "cwnd": jnp.full(shape, params.initial_window), "pacing": jnp.full(shape, params.pacing),
-                "pace_floor": jnp.full(shape, params.t_rho / 2.0)}
+        return {**s, "cwnd": jnp.full(shape, params.initial_window)}
 
     def report(self, state):
         """Per flow at the end: the window (packets), the MDs made (`decreases`) and when the last
@@ -343,7 +341,7 @@ class VCP(WindowSender, FieldSettings):
         cwnd = jnp.where(ai, cwnd + alpha_i * acked / jnp.maximum(cwnd, 1.0), cwnd)
         cwnd = jnp.where(md, jnp.maximum(md_factor * cwnd, 1.0), cwnd)
         freeze = on_grid(now + params.t_rho)
-        return self.unpaced_hold_a_token({**s, "cwnd": cwnd,
+        return self.unpaced_hold_a_token(params, {**s, "cwnd": cwnd,
                 "freeze_until": jnp.where(md, freeze, s["freeze_until"]),
                 "ai_until": jnp.where(md, on_grid(freeze + rtt), s["ai_until"]),
                 "mi_acks": s["mi_acks"] + mi, "ai_acks": s["ai_acks"] + ai,
@@ -355,13 +353,13 @@ class VCP(WindowSender, FieldSettings):
 
     def may_send(self, s, params, flows, now):
         open_ = (s["snd_nxt"] - s["snd_una"]).astype(jnp.float64) < self.window_packets(s)
-        return open_ & ((self.pace_gap(s) <= 0.0) | s["pace_due"])
+        return open_ & ((self.pace_gap(s, params) <= 0.0) | s["pace_due"])
 
     # Pacing (module docstring): a sender whose gap is > 0 spends a token (`pace_due`) on each data
     # packet, and the next token comes a gap after it. A sender whose gap is 0 holds the token
     # (after each of its packets, ACKs and timers), so the pace instant is never behind `now` while
     # no token is held, when the gap becomes > 0 again, and none is pending while one is.
-    def pace_gap(self, s):
+    def pace_gap(self, s, params):
         """The spacing of a sender's packets, s (0: not paced): srtt / window ("window"), or for
         windows of 2 to 64 packets srtt / the next power of 2 when that exceeds t_rho / 2 ("small")."""
         window = self.window_packets(s)
@@ -369,23 +367,23 @@ class VCP(WindowSender, FieldSettings):
         for bound in (2.0, 4.0, 8.0, 16.0, 32.0):
             power = jnp.where(window > bound, 2.0 * bound, power)
         small = s["srtt"] / power
-        small = jnp.where((window >= 2.0) & (window <= PACED_WINDOW_MAX) & (small > s["pace_floor"]), small, 0.0)
-        return jnp.where(s["pacing"] == 1, s["srtt"] / window, jnp.where(s["pacing"] == 2, small, 0.0))
+        small = jnp.where((window >= 2.0) & (window <= PACED_WINDOW_MAX) & (small > params.t_rho / 2.0), small, 0.0)
+        return jnp.where(params.pacing == 1, s["srtt"] / window, jnp.where(params.pacing == 2, small, 0.0))
 
-    def unpaced_hold_a_token(self, s):
-        return {**s, "pace_due": s["pace_due"] | (self.pace_gap(s) <= 0.0)}
+    def unpaced_hold_a_token(self, params, s):
+        return {**s, "pace_due": s["pace_due"] | (self.pace_gap(s, params) <= 0.0)}
 
     def on_time(self, s, params, flows, now, mask):
-        return self.unpaced_hold_a_token(super().on_time(s, params, flows, now, mask))
+        return self.unpaced_hold_a_token(params, super().on_time(s, params, flows, now, mask))
 
-    def pace_time(self, s):
-        return jnp.where((self.pace_gap(s) > 0.0) & ~s["pace_due"], s["pace_next"], jnp.inf)
+    def pace_time(self, s, params):
+        return jnp.where((self.pace_gap(s, params) > 0.0) & ~s["pace_due"], s["pace_next"], jnp.inf)
 
-    def on_pace(self, s, paced):
+    def on_pace(self, s, params, paced):
         return {**s, "pace_due": s["pace_due"] | paced}
 
-    def after_send(self, s, data, now):
-        gap = self.pace_gap(s)
+    def after_send(self, s, params, data, now):
+        gap = self.pace_gap(s, params)
         return {**s, "pace_due": jnp.where(data, gap <= 0.0, s["pace_due"]),
                 "pace_next": jnp.where(data, on_grid(now + gap), s["pace_next"])}
 
