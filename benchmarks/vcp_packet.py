@@ -38,9 +38,13 @@ each run, as the paper's.
 - `fig7`: the parking lot (`fluidcc.scenarios.vcp_parking_lot`, `--scale` x its 100 Mb/s, link 4
   at half; `--n-long` and `--n-cross` flows, by default 50 and 5 x `--scale`, so that each flow
   has the paper's rate) with as many flows on the reverse path as long ones (none with
-  `--one-way`); each class's rate
+  `--one-way`), one run per case and seed of `--seeds` (the start times); each class's rate
   against the max-min rates the MIAIMD fluid model settles at (Theorem 2): the paper's direction
-  is that VCP gives the long flows less and the cross flows more.
+  is that VCP gives the long flows less and the cross flows more. Beside it each class's MDs per
+  second, and per link how often and for how long it was at overload (the split of a link
+  between flows of different RTTs follows how often each makes an MD: RESULTS.md).
+  `--link4-cross-rtt-ms` gives link 4's cross flows another RTT (an access delay), to separate
+  the RTT's part in that split.
 - `random`: random networks (`fluidcc.scenarios.random_network`: 4 links of 10-40 Mb/s before
   scaling, 12 flows; one way), capacities scaled so
   that the smallest max-min rate is `--per-rtt` packets per RTT); per flow its rate over its
@@ -51,7 +55,7 @@ each run, as the paper's.
   (over max-min) than those with several.
 
     PYTHONPATH=src python benchmarks/vcp_packet.py --scenario fig3 --ns3 --out fig3.json
-    PYTHONPATH=src python benchmarks/vcp_packet.py --scenario fig7 --scale 0.1
+    PYTHONPATH=src python benchmarks/vcp_packet.py --scenario fig7 --scale 0.1 --seeds 1 2 3
     PYTHONPATH=src python benchmarks/vcp_packet.py --scenario random --seeds $(seq 1 13) --duration 30
 """
 
@@ -59,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import math
 import tempfile
 import time
@@ -198,13 +203,30 @@ def repeated(rows: list[dict]) -> list[dict]:
     return out
 
 
+def overload_episodes(code, sample: float) -> dict:
+    """Of a link's code samples (each `sample` s): the fraction that ended with the overload code in
+    force, and the mean length of a run of such samples (s): how long an overload lasts."""
+    over = np.asarray(code) == OVERLOAD
+    edges = np.diff(np.concatenate([[0], over.astype(np.int8), [0]]))
+    lengths = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
+    return {"overload_share": float(over.mean()),
+            "overload_episode_s": float(lengths.mean() * sample) if lengths.size else 0.0}
+
+
 def fig7(args) -> dict:
+    """Per case (all links equal; link 4 at half) and per seed of `--seeds` (the flows' start times,
+    uniform within the first second): each class's mean rate against max-min, its MDs per second
+    (over the whole run), and per link its use and how often and how long it was at overload."""
     out = {}
     for link4 in (None, 50.0):
         n_long = args.n_long or max(1, round(50 * args.scale))
         n_cross = args.n_cross or max(1, round(5 * args.scale))
         network = scenarios.vcp_parking_lot(None if link4 is None else link4 * args.scale, n_long=n_long,
                                             n_cross=n_cross, capacity_mbps=100.0 * args.scale)
+        if args.link4_cross_rtt_ms is not None:  # the RTT's part in link 4's split, by an access delay
+            access = (args.link4_cross_rtt_ms / 1e3 - 2.0 * network.links[3].delay_s) / 2.0
+            network = Network(network.links, tuple(dataclasses.replace(f, access_delay_s=access)
+                                                   if f.name.startswith("cross4[") else f for f in network.flows))
         rates_maxmin = maxmin(network).rates_pps
         n = network.n_flows
         # the reverse path: one reverse link per link, as many reverse flows as long ones
@@ -214,28 +236,45 @@ def fig7(args) -> dict:
                        for j, l in enumerate(network.links))
         reverse = tuple(Flow(f"rev[{k}]", tuple(f"l{j}r" for j in range(7, 0, -1)))
                         for k in range(0 if args.one_way else n_long))
-        two_way = Network(links, network.flows + reverse)
-        began = time.perf_counter()
-        run = simulate_exact(two_way, protocol_of(args), duration_s=args.duration,
-                             sample_s=args.sample, flow_series=True).isel(run=0)
-        wall = time.perf_counter() - began
-        late = run.sample_time.values > 0.2 * args.duration
-        rate = run.delivered_series.values[late].sum(axis=0)[:n] / (args.sample * late.sum())
         names = [f.name for f in network.flows]
         classes = {"long": [i for i, s in enumerate(names) if s.startswith("long")]}
         for j in range(1, 8):
             classes[f"cross{j}"] = [i for i, s in enumerate(names) if s.startswith(f"cross{j}[")]
         to_mbps = 8e-6 * network.packet_bytes
-        row = {c: {"vcp_mbps": float(rate[i].mean() * to_mbps), "maxmin_mbps": float(rates_maxmin[i].mean() * to_mbps)}
-               for c, i in classes.items()}
-        use = [float(run.served.sel(link=f"l{j}").values[late].sum() / (l.capacity_pps * args.sample * late.sum()))
-               for j, l in zip(range(1, 8), network.links)]
         key = "equal" if link4 is None else "link4_half"
-        out[key] = {"classes": row, "utilization": use, "wall_s": wall, "drops": float(run.dropped.sum()),
-                    "status": str(run.message.values)}
-        print(f"{key}: " + ", ".join(f"{c} {v['vcp_mbps']:.3f} (max-min {v['maxmin_mbps']:.3f}) Mb/s" for c, v in row.items()))
-        print("   utilization " + " ".join(f"{100 * u:.1f}" for u in use) + f" %; drops {out[key]['drops']:.0f}; "
-              f"{wall:.0f} s wall; {out[key]['status']}")
+        out[key] = {"seeds": {}}
+        for seed in args.seeds:
+            flows = network.flows + reverse
+            starts = np.random.default_rng(seed).uniform(0.0, 1.0, len(flows))
+            two_way = Network(links, tuple(dataclasses.replace(f, start_s=float(s)) for f, s in zip(flows, starts)))
+            began = time.perf_counter()
+            run = simulate_exact(two_way, protocol_of(args), duration_s=args.duration,
+                                 sample_s=args.sample, flow_series=True).isel(run=0)
+            wall = time.perf_counter() - began
+            late = run.sample_time.values > 0.2 * args.duration
+            rate = run.delivered_series.values[late].sum(axis=0)[:n] / (args.sample * late.sum())
+            decreases = run["decreases"].values[:n] / args.duration
+            row = {c: {"vcp_mbps": float(rate[i].mean() * to_mbps),
+                       "maxmin_mbps": float(rates_maxmin[i].mean() * to_mbps),
+                       "md_per_s": float(decreases[i].mean())} for c, i in classes.items()}
+            per_link = [{"utilization": float(run.served.sel(link=f"l{j}").values[late].sum()
+                                              / (l.capacity_pps * args.sample * late.sum())),
+                         **overload_episodes(run.vcp_code_series.sel(link=f"l{j}").values[late], args.sample)}
+                        for j, l in zip(range(1, 8), network.links)]
+            out[key]["seeds"][seed] = {"classes": row, "links": per_link, "wall_s": wall,
+                                       "drops": float(run.dropped.sum()), "status": str(run.message.values)}
+            print(f"{key}, seed {seed}: " + ", ".join(
+                f"{c} {v['vcp_mbps']:.3f} (max-min {v['maxmin_mbps']:.3f}) Mb/s, {v['md_per_s']:.2f} MD/s"
+                for c, v in row.items()))
+            print("   utilization " + " ".join(f"{100 * x['utilization']:.1f}" for x in per_link)
+                  + " %; at overload " + " ".join(f"{100 * x['overload_share']:.0f}" for x in per_link)
+                  + " % of the samples, for " + " ".join(f"{x['overload_episode_s']:.2f}" for x in per_link)
+                  + f" s at a time; drops {out[key]['seeds'][seed]['drops']:.0f}; {wall:.0f} s wall; "
+                  + out[key]["seeds"][seed]["status"])
+        over = {c: float(np.mean([r["classes"][c]["vcp_mbps"] / r["classes"][c]["maxmin_mbps"]
+                                  for r in out[key]["seeds"].values()])) for c in classes}
+        out[key]["mean_over_maxmin"] = over
+        print(f"{key}, over the seeds: rate / max-min " + ", ".join(f"{c} {v:.3f}" for c, v in over.items()))
     return out
 
 
@@ -305,7 +344,11 @@ def main() -> int:
     parser.add_argument("--one-way", action="store_true",
                         help="no reverse flows on the parking lot: only the forward flows' ACKs go back (fig7)")
     parser.add_argument("--n", type=int, default=None, help="flows each way (fig4; default 50 x scale)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="random networks (random)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3],
+                        help="random networks (random); the flows' start times, one run per seed and case (fig7)")
+    parser.add_argument("--link4-cross-rtt-ms", type=float, default=None,
+                        help="give link 4's cross flows this RTT, ms, by an access delay (fig7: the RTT's part in "
+                             "how link 4 is split; by default 40 ms, its two delays)")
     parser.add_argument("--per-rtt", type=float, default=10.0, help="smallest max-min rate, packets per RTT (random)")
     parser.add_argument("--gamma", type=float, default=VCP.gamma,
                         help="the routers' target utilization (fig3-fig7; Table 1's 0.98 by default)")
