@@ -46,10 +46,11 @@ each run, as the paper's.
   `--link4-cross-rtt-ms` gives link 4's cross flows another RTT (an access delay), to separate
   the RTT's part in that split.
 - `random`: random networks (`fluidcc.scenarios.random_network`: 4 links of 10-40 Mb/s before
-  scaling, 12 flows; one way), capacities scaled so
+  scaling, 12 flows; one way; the start times from the seed), capacities scaled so
   that the smallest max-min rate is `--per-rtt` packets per RTT); per flow its rate over its
   max-min rate against the number of its links that max-min saturates (the paper's direction: the
-  more, the less), with the rank correlation of the two (Spearman's, ties averaged); then pooled
+  more, the less), with the rank correlation of the two (Spearman's, ties averaged), and by that
+  number the flows' mean RTT and MDs per second (over the whole run); then pooled
   over the seeds: the mean ratio by that number, the rank correlation over every flow of every
   network with its p-value, and in how many networks the flows with one saturated link get more
   (over max-min) than those with several.
@@ -284,7 +285,9 @@ def random_networks(args) -> dict:
         base = scenarios.random_network(4, 12, seed=seed, capacity_mbps=(10.0, 40.0))
         fair = maxmin(base)
         factor = args.per_rtt / float(np.min(fair.rates_pps * base.rtt_s))
-        network = Network(tuple(Link(l.name, l.capacity_pps * factor, l.delay_s) for l in base.links), base.flows)
+        starts = np.random.default_rng(seed).uniform(0.0, 1.0, base.n_flows)
+        network = Network(tuple(Link(l.name, l.capacity_pps * factor, l.delay_s) for l in base.links),
+                          tuple(dataclasses.replace(f, start_s=float(s)) for f, s in zip(base.flows, starts)))
         fair = maxmin(network)
         began = time.perf_counter()
         run = simulate_exact(network, VCP(initial_window=4), duration_s=args.duration, sample_s=args.sample,
@@ -295,11 +298,14 @@ def random_networks(args) -> dict:
         saturated = fair.utilization > 1 - 1e-9
         crossed = np.array([int(saturated[network.route_indices(i)].sum()) for i in range(network.n_flows)])
         rho = float(spearmanr(crossed, ratio).statistic) if np.ptp(crossed) else None
+        md_per_s = run["decreases"].values / args.duration
         rows.append({"seed": seed, "ratio": ratio.tolist(), "saturated_crossed": crossed.tolist(), "spearman": rho,
+                     "rtt_s": network.rtt_s.tolist(), "md_per_s": md_per_s.tolist(),
                      "wall_s": wall, "drops": float(run.dropped.sum()), "status": str(run.message.values)})
-        by = {int(c): float(ratio[crossed == c].mean()) for c in np.unique(crossed)}
-        print(f"seed {seed}: rate / max-min by saturated links crossed: "
-              + ", ".join(f"{c}: {v:.2f}" for c, v in by.items())
+        by = {int(c): (float(ratio[crossed == c].mean()), float(1e3 * network.rtt_s[crossed == c].mean()),
+                       float(md_per_s[crossed == c].mean())) for c in np.unique(crossed)}
+        print(f"seed {seed}: rate / max-min (mean RTT ms, MDs per s) by saturated links crossed: "
+              + ", ".join(f"{c}: {v:.2f} ({r:.0f}, {m:.2f})" for c, (v, r, m) in by.items())
               + f"; rank correlation {rho if rho is None else round(rho, 2)}; drops {rows[-1]['drops']:.0f}; {wall:.0f} s")
     return {"rows": rows, "pooled": pooled(rows)}
 
