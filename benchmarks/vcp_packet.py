@@ -41,8 +41,9 @@ each run, as the paper's.
   `--one-way`), one run per case and seed of `--seeds` (the start times); each class's rate
   against the max-min rates the MIAIMD fluid model settles at (Theorem 2): the paper's direction
   is that VCP gives the long flows less and the cross flows more. Beside it each class's MDs per
-  second, and per link how often and for how long it was at overload (the split of a link
-  between flows of different RTTs follows how often each makes an MD: RESULTS.md).
+  second and share of MI among its MI and AI ACKs, and per link how often it was at low load and
+  how often and for how long at overload (what decides how a link is split between flows of
+  different RTTs and paths: RESULTS.md).
   `--link4-cross-rtt-ms` gives link 4's cross flows another RTT (an access delay), to separate
   the RTT's part in that split.
 - `random`: random networks (`fluidcc.scenarios.random_network`: 4 links of 10-40 Mb/s before
@@ -81,7 +82,7 @@ from fluidcc.network import Flow, Link, Network
 from fluidcc.packet import simulate_exact
 from fluidcc.packet.exact_protocols import VCP
 from fluidcc.packet.exact_protocols._explicit import RTT_SAMPLES
-from fluidcc.packet.exact_protocols.vcp import OVERLOAD, PACING
+from fluidcc.packet.exact_protocols.vcp import LOW, OVERLOAD, PACING
 from fluidcc.packet.workloads import Pareto, PoissonArrivals
 from fluidcc.units import mbps_to_pps
 
@@ -205,19 +206,21 @@ def repeated(rows: list[dict]) -> list[dict]:
 
 
 def overload_episodes(code, sample: float) -> dict:
-    """Of a link's code samples (each `sample` s): the fraction that ended with the overload code in
-    force, and the mean length of a run of such samples (s): how long an overload lasts."""
+    """Of a link's code samples (each `sample` s): the fraction that ended with the low-load code in
+    force, the fraction that ended with the overload code, and the mean length of a run of such
+    samples (s): how long an overload lasts."""
     over = np.asarray(code) == OVERLOAD
     edges = np.diff(np.concatenate([[0], over.astype(np.int8), [0]]))
     lengths = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
-    return {"overload_share": float(over.mean()),
+    return {"low_share": float((np.asarray(code) == LOW).mean()), "overload_share": float(over.mean()),
             "overload_episode_s": float(lengths.mean() * sample) if lengths.size else 0.0}
 
 
 def fig7(args) -> dict:
     """Per case (all links equal; link 4 at half) and per seed of `--seeds` (the flows' start times,
     uniform within the first second): each class's mean rate against max-min, its MDs per second
-    (over the whole run), and per link its use and how often and how long it was at overload."""
+    and the share of MI among its MI and AI ACKs (over the whole run), and per link its use, how
+    often it was at low load and how often and how long at overload."""
     out = {}
     for link4 in (None, 50.0):
         n_long = args.n_long or max(1, round(50 * args.scale))
@@ -255,9 +258,11 @@ def fig7(args) -> dict:
             late = run.sample_time.values > 0.2 * args.duration
             rate = run.delivered_series.values[late].sum(axis=0)[:n] / (args.sample * late.sum())
             decreases = run["decreases"].values[:n] / args.duration
+            mi, ai = run["mi_acks"].values[:n], run["ai_acks"].values[:n]
             row = {c: {"vcp_mbps": float(rate[i].mean() * to_mbps),
                        "maxmin_mbps": float(rates_maxmin[i].mean() * to_mbps),
-                       "md_per_s": float(decreases[i].mean())} for c, i in classes.items()}
+                       "md_per_s": float(decreases[i].mean()),
+                       "mi_share": float(mi[i].sum() / max(mi[i].sum() + ai[i].sum(), 1))} for c, i in classes.items()}
             per_link = [{"utilization": float(run.served.sel(link=f"l{j}").values[late].sum()
                                               / (l.capacity_pps * args.sample * late.sum())),
                          **overload_episodes(run.vcp_code_series.sel(link=f"l{j}").values[late], args.sample)}
@@ -265,10 +270,12 @@ def fig7(args) -> dict:
             out[key]["seeds"][seed] = {"classes": row, "links": per_link, "wall_s": wall,
                                        "drops": float(run.dropped.sum()), "status": str(run.message.values)}
             print(f"{key}, seed {seed}: " + ", ".join(
-                f"{c} {v['vcp_mbps']:.3f} (max-min {v['maxmin_mbps']:.3f}) Mb/s, {v['md_per_s']:.2f} MD/s"
+                f"{c} {v['vcp_mbps']:.3f} (max-min {v['maxmin_mbps']:.3f}) Mb/s, {v['md_per_s']:.2f} MD/s, "
+                f"MI in {100 * v['mi_share']:.0f} % of its MI and AI ACKs"
                 for c, v in row.items()))
             print("   utilization " + " ".join(f"{100 * x['utilization']:.1f}" for x in per_link)
-                  + " %; at overload " + " ".join(f"{100 * x['overload_share']:.0f}" for x in per_link)
+                  + " %; at low load " + " ".join(f"{100 * x['low_share']:.0f}" for x in per_link)
+                  + " %, at overload " + " ".join(f"{100 * x['overload_share']:.0f}" for x in per_link)
                   + " % of the samples, for " + " ".join(f"{x['overload_episode_s']:.2f}" for x in per_link)
                   + f" s at a time; drops {out[key]['seeds'][seed]['drops']:.0f}; {wall:.0f} s wall; "
                   + out[key]["seeds"][seed]["status"])
