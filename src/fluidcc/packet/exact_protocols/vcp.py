@@ -341,11 +341,11 @@ class VCP(WindowSender, FieldSettings):
         cwnd = jnp.where(ai, cwnd + alpha_i * acked / jnp.maximum(cwnd, 1.0), cwnd)
         cwnd = jnp.where(md, jnp.maximum(md_factor * cwnd, 1.0), cwnd)
         freeze = on_grid(now + params.t_rho)
-        return self.unpaced_hold_a_token(params, {**s, "cwnd": cwnd,
+        return self.unpaced_hold_a_token({**s, "cwnd": cwnd,
                 "freeze_until": jnp.where(md, freeze, s["freeze_until"]),
                 "ai_until": jnp.where(md, on_grid(freeze + rtt), s["ai_until"]),
                 "mi_acks": s["mi_acks"] + mi, "ai_acks": s["ai_acks"] + ai,
-                "decreases": s["decreases"] + md, "last_decrease": jnp.where(md, now, s["last_decrease"])})
+                "decreases": s["decreases"] + md, "last_decrease": jnp.where(md, now, s["last_decrease"])}, params)
 
     def window_packets(self, s):
         """The window the sender sends with: whole packets, at least one."""
@@ -370,11 +370,11 @@ class VCP(WindowSender, FieldSettings):
         small = jnp.where((window >= 2.0) & (window <= PACED_WINDOW_MAX) & (small > params.t_rho / 2.0), small, 0.0)
         return jnp.where(params.pacing == 1, s["srtt"] / window, jnp.where(params.pacing == 2, small, 0.0))
 
-    def unpaced_hold_a_token(self, params, s):
+    def unpaced_hold_a_token(self, s, params):
         return {**s, "pace_due": s["pace_due"] | (self.pace_gap(s, params) <= 0.0)}
 
     def on_time(self, s, params, flows, now, mask):
-        return self.unpaced_hold_a_token(params, super().on_time(s, params, flows, now, mask))
+        return self.unpaced_hold_a_token(super().on_time(s, params, flows, now, mask), params)
 
     def pace_time(self, s, params):
         return jnp.where((self.pace_gap(s, params) > 0.0) & ~s["pace_due"], s["pace_next"], jnp.inf)
