@@ -208,7 +208,8 @@ def repeated(rows: list[dict]) -> list[dict]:
 def overload_episodes(code, sample: float) -> dict:
     """Of a link's code samples (each `sample` s): the fraction that ended with the low-load code in
     force, the fraction that ended with the overload code, and the mean length of a run of such
-    samples (s): how long an overload lasts."""
+    samples (s): how long an overload lasts (a run cut by the first or last sample counts as
+    shorter than it was)."""
     over = np.asarray(code) == OVERLOAD
     edges = np.diff(np.concatenate([[0], over.astype(np.int8), [0]]))
     lengths = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
@@ -292,7 +293,7 @@ def random_networks(args) -> dict:
         base = scenarios.random_network(4, 12, seed=seed, capacity_mbps=(10.0, 40.0))
         fair = maxmin(base)
         factor = args.per_rtt / float(np.min(fair.rates_pps * base.rtt_s))
-        starts = np.random.default_rng(seed).uniform(0.0, 1.0, base.n_flows)
+        starts = np.random.default_rng([seed, 1]).uniform(0.0, 1.0, base.n_flows)  # a stream of its own
         network = Network(tuple(Link(l.name, l.capacity_pps * factor, l.delay_s) for l in base.links),
                           tuple(dataclasses.replace(f, start_s=float(s)) for f, s in zip(base.flows, starts)))
         fair = maxmin(network)
