@@ -205,15 +205,22 @@ def repeated(rows: list[dict]) -> list[dict]:
     return out
 
 
+def started(flows, seed) -> tuple:
+    """`flows` with start times uniform within the first second, drawn from `seed`'s stream."""
+    starts = np.random.default_rng(seed).uniform(0.0, 1.0, len(flows))
+    return tuple(dataclasses.replace(f, start_s=float(s)) for f, s in zip(flows, starts))
+
+
 def overload_episodes(code, sample: float) -> dict:
     """Of a link's code samples (each `sample` s): the fraction that ended with the low-load code in
     force, the fraction that ended with the overload code, and the mean length of a run of such
     samples (s): how long an overload lasts (a run cut by the first or last sample counts as
     shorter than it was)."""
-    over = np.asarray(code) == OVERLOAD
+    code = np.asarray(code)
+    over = code == OVERLOAD
     edges = np.diff(np.concatenate([[0], over.astype(np.int8), [0]]))
     lengths = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
-    return {"low_share": float((np.asarray(code) == LOW).mean()), "overload_share": float(over.mean()),
+    return {"low_share": float((code == LOW).mean()), "overload_share": float(over.mean()),
             "overload_episode_s": float(lengths.mean() * sample) if lengths.size else 0.0}
 
 
@@ -241,6 +248,7 @@ def fig7(args) -> dict:
                        for j, l in enumerate(network.links))
         reverse = tuple(Flow(f"rev[{k}]", tuple(f"l{j}r" for j in range(7, 0, -1)))
                         for k in range(0 if args.one_way else n_long))
+        flows = network.flows + reverse
         names = [f.name for f in network.flows]
         classes = {"long": [i for i, s in enumerate(names) if s.startswith("long")]}
         for j in range(1, 8):
@@ -249,9 +257,7 @@ def fig7(args) -> dict:
         key = "equal" if link4 is None else "link4_half"
         out[key] = {"seeds": {}}
         for seed in args.seeds:
-            flows = network.flows + reverse
-            starts = np.random.default_rng(seed).uniform(0.0, 1.0, len(flows))
-            two_way = Network(links, tuple(dataclasses.replace(f, start_s=float(s)) for f, s in zip(flows, starts)))
+            two_way = Network(links, started(flows, seed))
             began = time.perf_counter()
             run = simulate_exact(two_way, protocol_of(args), duration_s=args.duration,
                                  sample_s=args.sample, flow_series=True).isel(run=0)
@@ -293,9 +299,8 @@ def random_networks(args) -> dict:
         base = scenarios.random_network(4, 12, seed=seed, capacity_mbps=(10.0, 40.0))
         fair = maxmin(base)
         factor = args.per_rtt / float(np.min(fair.rates_pps * base.rtt_s))
-        starts = np.random.default_rng([seed, 1]).uniform(0.0, 1.0, base.n_flows)  # a stream of its own
         network = Network(tuple(Link(l.name, l.capacity_pps * factor, l.delay_s) for l in base.links),
-                          tuple(dataclasses.replace(f, start_s=float(s)) for f, s in zip(base.flows, starts)))
+                          started(base.flows, [seed, 1]))  # a stream of its own, not the network's
         fair = maxmin(network)
         began = time.perf_counter()
         run = simulate_exact(network, VCP(initial_window=4), duration_s=args.duration, sample_s=args.sample,
