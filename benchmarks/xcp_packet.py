@@ -9,8 +9,14 @@ stops at 20 %):
   n long flows across both, all from t = 0; XCP and iXCP, each as ONE batch over n (one flow table
   per n). Per n: l1's utilization, the short flow's rate over its max-min rate (55 Mb/s), beside
   the fluid fixed point's (XCP's closed form: `fluidcc.models.xcp_network.two_link_fixed_point`);
-  the mean queue at l1 and the drops. Cost: each batch's wall time beside ns-3's TCP NewReno on
-  the same network and duration (`ns3/twolink.cc`, the n values on 2 processes).
+  the mean queue at l1, the drops, and how far apart the long flows' windows are at the end. Cost:
+  each batch's wall time beside ns-3's TCP NewReno on the same network and duration
+  (`ns3/twolink.cc`, the n values on 2 processes). `--start-within S` starts the flows uniformly
+  within the first S seconds (seed `--start-seed`) instead of all at 0.
+- `fig2trace`: one of those runs (the first `--n` and `--variants`) sampled every 20 ms, to see
+  what holds the short flow below max-min: the instants when the long flows' windows step down
+  together (their delivered rate more than half a packet per flow and window below l2's capacity),
+  l1's shuffled bandwidth h after them, and the short flow's rate across and between them.
 - `fig5`: the five-hop network (`fluidcc.scenarios.ixcp_fig4`): per link the utilization and the
   mean normalized rate (rate / max-min rate) of the flows bottlenecked there, with their spread.
 - `fig7`: the dynamic network of Figs. 6/7 (`fluidcc.scenarios.ixcp_fig6`: 150, 100 and 120 Mb/s;
@@ -27,6 +33,7 @@ runs the senders whose header declares the window they send with (the iXCP paper
 `fluidcc.packet.exact_protocols.xcp`).
 
     PYTHONPATH=src python benchmarks/xcp_packet.py --scenario fig2 --out fig2.json
+    PYTHONPATH=src python benchmarks/xcp_packet.py --scenario fig2trace --variants ixcp --n 256 --duration 60
     PYTHONPATH=src python benchmarks/xcp_packet.py --scenario fig5
     PYTHONPATH=src python benchmarks/xcp_packet.py --scenario fig7
     PYTHONPATH=src python benchmarks/xcp_packet.py --scenario random --seeds 1 2 3 4 5 6
@@ -80,8 +87,11 @@ def fig2(args) -> dict:
     ns = args.n
     base = scaled(scenarios.ixcp_fig1(1), args.scale)  # flow 0: the short route, flow 1: the long one
     c1, c2 = base.capacities_pps
-    tables = [FlowTable(np.zeros(n + 1), np.full(n + 1, np.inf), route=np.array([0] + [1] * n)) for n in ns]
-    out = {"n": ns, "capacities_pps": [c1, c2], "duration_s": args.duration}
+    packet_bytes = float(base.packet_bytes)
+    rng = np.random.default_rng(args.start_seed)
+    tables = [FlowTable(rng.uniform(0.0, args.start_within, n + 1) if args.start_within > 0 else np.zeros(n + 1),
+                        np.full(n + 1, np.inf), route=np.array([0] + [1] * n)) for n in ns]
+    out = {"n": ns, "capacities_pps": [c1, c2], "duration_s": args.duration, "start_within_s": args.start_within}
     for variant in args.variants:
         full, rate, wall = late_goodput(base, protocol(args, variant), tables, args.duration, args.duration / 100)
         rows = []
@@ -97,12 +107,16 @@ def fig2(args) -> dict:
                    "fluid_short_over_maxmin": float(fixed["flow_rate"][0] / (c1 - c2)),
                    "queue_mean_l1": float(run.queue_mean.values[0]), "buffer_l1": float(json.loads(full.attrs["buffer_packets"])[0]),
                    "drops": int(run.dropped.values.sum() + run.control_dropped.values.sum()),
-                   "timeouts": int(run.timeouts.values.sum())}
+                   "timeouts": int(run.timeouts.values.sum()),
+                   # the long flows' windows at the end (packets): how far apart they are
+                   "long_cwnd_min_packets": float(run.cwnd_bytes.values[1: n + 1].min() / packet_bytes),
+                   "long_cwnd_max_packets": float(run.cwnd_bytes.values[1: n + 1].max() / packet_bytes)}
             rows.append(row)
             print(f"{variant:4s} n = {n:4d}: l1 {100 * row['utilization_l1']:5.1f} % (fluid "
                   f"{100 * row['fluid_utilization_l1']:5.1f} %), short / max-min {row['short_over_maxmin']:.3f} "
                   f"(fluid {row['fluid_short_over_maxmin']:.3f}), l2 {100 * row['utilization_l2']:5.1f} %, "
                   f"queue l1 {row['queue_mean_l1']:.1f} of {row['buffer_l1']:.0f}, drops {row['drops']}, "
+                  f"long windows {row['long_cwnd_min_packets']:.3f}-{row['long_cwnd_max_packets']:.3f} packets, "
                   f"{row['status']}")
         print(f"{variant}: the batch of {len(ns)} runs (to {args.duration:g} s and to {0.2 * args.duration:g} s): "
               f"{wall:.0f} s wall")
@@ -115,6 +129,73 @@ def fig2(args) -> dict:
         print(f"ns-3 TCP NewReno, the same {len(ns)} networks for {args.duration:g} s on 2 processes: {wall:.0f} s wall "
               f"({wall / (args.duration * len(ns)):.2f} s per simulated second; fluidcc above: "
               + ", ".join(f"{v} {out[v]['wall_s'] / out[v]['simulated_s']:.2f}" for v in args.variants) + ")")
+    return out
+
+
+def fig2trace(args) -> dict:
+    """What holds the short flow of Fig. 2 below max-min, on one run (the first `--n`, the first of
+    `--variants`):
+
+    - the run sampled every 20 ms: the instants after 20 % of the run when the long flows' windows
+      step down together (their delivered rate more than half a packet per flow and max-min window
+      below l2's capacity), l1's shuffled bandwidth h in the 0.3 s after each against its median at
+      other times, and how often l1's phi was negative (l1 telling its flows to shed);
+    - with `--trace-window A B`: the same run stopped at A, A + 0.1, ..., B s (the engine is
+      deterministic, so each is a prefix of the others): the short flow's window, the long flows'
+      mean window, and how many long flows' last ACK named l1 as their bottleneck."""
+    n, variant, step = args.n[0], args.variants[0], 0.02
+    network = scaled(scenarios.ixcp_fig1(n), args.scale)
+    base = scaled(scenarios.ixcp_fig1(1), args.scale)
+    c1, c2 = network.capacities_pps
+    packet_bytes = float(base.packet_bytes)
+    rng = np.random.default_rng(args.start_seed)
+    starts = rng.uniform(0.0, args.start_within, n + 1) if args.start_within > 0 else np.zeros(n + 1)
+    table = FlowTable(starts, np.full(n + 1, np.inf), route=np.array([0] + [1] * n))
+    run = simulate_exact(base, protocol(args, variant), [table], duration_s=args.duration, sample_s=step,
+                         flow_series=True).isel(run=0)
+    t = run.sample_time.values
+    rate = run.delivered_series.values / step
+    short, long_load = rate[:, 0] / (c1 - c2), rate[:, 1:].sum(axis=1) / c2
+    shuffle = run.xcp_shuffle_series.values[:, 0]
+    late = t > 0.2 * args.duration
+    window = c2 / n * float(network.rtt_s[1])  # a long flow's max-min window, packets
+    threshold = 1.0 - 0.5 / window  # half a packet per long flow below l2's capacity
+    low = late & (long_load < threshold)
+    steps = t[low & ~np.roll(low, 1)]
+    after = np.zeros(t.shape, bool)
+    peaks = []
+    for t0 in steps:
+        soon = (t > t0) & (t <= t0 + 0.3)
+        after |= soon
+        peaks.append(float(shuffle[soon].max()) if soon.any() else float(shuffle[t == t0][0]))
+    out = {"n": n, "variant": variant, "steps_s": steps.tolist(), "steps_per_s": len(steps) / (0.8 * args.duration),
+           "l1_shuffle_after_steps_median": float(np.median(peaks)) if peaks else None,
+           "l1_shuffle_median_else": float(np.median(shuffle[late & ~after])),
+           "l1_phi_negative_share": float(np.mean(run.xcp_phi_series.values[late, 0] < 0)),
+           "short_over_maxmin_late": float(short[late].mean()),
+           "short_over_maxmin_last_5s": float(short[t > args.duration - 5.0].mean())}
+    print(f"{variant} n = {n}, {args.duration:g} s: after 20 % of the run the long flows' windows stepped down "
+          f"together {len(steps)} times ({out['steps_per_s']:.2f} per s; below {100 * threshold:.1f} % of l2); "
+          f"l1's shuffled bandwidth h in the 0.3 s after a step at most "
+          + (f"{out['l1_shuffle_after_steps_median']:.0f} bytes (median over the steps)" if peaks else "(no step)")
+          + f", {out['l1_shuffle_median_else']:.0f} bytes (median) at other times; l1's phi < 0 at "
+          f"{100 * out['l1_phi_negative_share']:.1f} % of the 20-ms samples; the short flow at "
+          f"{out['short_over_maxmin_late']:.3f} of max-min after 20 % of the run, "
+          f"{out['short_over_maxmin_last_5s']:.3f} over its last 5 s")
+    if args.trace_window:
+        first, last = args.trace_window
+        rows = []
+        for end in np.round(np.arange(first, last + 1e-9, 0.1), 6):
+            prefix = simulate_exact(base, protocol(args, variant), [table], duration_s=float(end),
+                                    sample_s=0.1).isel(run=0)
+            named = prefix.bottleneck.values[1: n + 1]
+            rows.append({"t_s": float(end), "short_cwnd_packets": float(prefix.cwnd_bytes.values[0] / packet_bytes),
+                         "long_cwnd_mean_packets": float(prefix.cwnd_bytes.values[1: n + 1].mean() / packet_bytes),
+                         "long_naming_l1": int(np.sum(named == 0))})
+            print(f"  at {end:6.2f} s: short flow's window {rows[-1]['short_cwnd_packets']:7.2f} packets, long flows' "
+                  f"mean window {rows[-1]['long_cwnd_mean_packets']:.3f}, {rows[-1]['long_naming_l1']} of {n} long "
+                  f"flows name l1 as their bottleneck")
+        out["trace"] = rows
     return out
 
 
@@ -212,7 +293,7 @@ def random(args) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenario", choices=("fig2", "fig5", "fig7", "random"), default="fig2")
+    parser.add_argument("--scenario", choices=("fig2", "fig2trace", "fig5", "fig7", "random"), default="fig2")
     parser.add_argument("--variants", nargs="+", choices=tuple(PROTOCOLS), default=list(PROTOCOLS))
     parser.add_argument("--n", type=int, nargs="+", default=[4, 8, 16, 32, 64, 128, 256], help="fig2: long flows")
     parser.add_argument("--duration", type=float, default=None, help="simulated s per run (20; fig7: 60)")
@@ -221,6 +302,11 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="capacity scale (fig2, fig5)")
     parser.add_argument("--window-rounding", choices=("on", "off"), default="on",
                         help="on: the header declares cwnd, the sender sends whole packets (ns-2's XCP)")
+    parser.add_argument("--start-within", type=float, default=0.0,
+                        help="fig2: the flows start uniformly within this many seconds (0: all at t = 0)")
+    parser.add_argument("--start-seed", type=int, default=1, help="fig2: seed of the start times")
+    parser.add_argument("--trace-window", type=float, nargs=2, default=None, metavar=("A", "B"),
+                        help="fig2trace: the windows at A, A + 0.1, ..., B s")
     parser.add_argument("--ns3", action="store_true", help="fig2: time ns-3's TCP on the same networks")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6], help="random: networks")
     parser.add_argument("--per-rtt", type=float, default=10.0, help="random: smallest max-min rate, packets per RTT")
@@ -230,7 +316,7 @@ def main() -> int:
         args.duration = 60.0 if args.scenario == "fig7" else 20.0
     if args.ns3 and args.scale != 1.0:
         parser.error("--ns3 times ns-3's program at the paper's capacities: leave --scale at 1")
-    result = {"fig2": fig2, "fig5": fig5, "fig7": fig7, "random": random}[args.scenario](args)
+    result = {"fig2": fig2, "fig2trace": fig2trace, "fig5": fig5, "fig7": fig7, "random": random}[args.scenario](args)
     write_json(args.out, {"args": vars(args), **result})
     return 0
 
