@@ -46,8 +46,27 @@ def test_results_record_sections_with_provenance(tmp_path: Path) -> None:
             pass
     written = json.loads(results.write().read_text())
     assert written["first"] == {"value": 1.5, "array": [0, 1, 2], "path": str(tmp_path / "f.csv")}
-    assert written["quick"] is True and written["command"] == "python x.py --quick"
+    assert written["quick"] is True and written["command"] == "python x.py --quick" and written["complete"] is True
     assert set(written["wall_s"]) == {"first", "total"} and "fluidcc_version" in written
+
+
+def test_results_are_saved_after_every_section(tmp_path: Path) -> None:
+    """A run stopped after its first section (a failing assert, an interruption) keeps it on disk."""
+    results = reproduce.Results(reproduce.Options(quick=False, out=tmp_path, command=""))
+    with results.section("first") as found:
+        found["value"] = 1
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["first"] == {"value": 1} and saved["complete"] is False and "total" not in saved["wall_s"]
+    with pytest.raises(AssertionError):
+        with results.section("second") as found:
+            found["value"] = 2
+        assert found["value"] == 3  # a notebook's assert after its section
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["second"] == {"value": 2} and saved["complete"] is False
+    results.write()
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["complete"] is True and set(saved["wall_s"]) == {"first", "second", "total"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]  # no temporary file left
 
 
 def test_a_section_that_raises_is_not_recorded(tmp_path: Path) -> None:
@@ -56,6 +75,7 @@ def test_a_section_that_raises_is_not_recorded(tmp_path: Path) -> None:
         with results.section("broken"):
             raise RuntimeError("boom")
     assert "broken" not in results.data and "broken" not in results.data["wall_s"]
+    assert not (tmp_path / "results.json").exists()  # nothing recorded, nothing saved
 
 
 def test_csv(tmp_path: Path) -> None:

@@ -10,8 +10,10 @@ as a script. Its parameters cell calls `options`:
   reproduction unless ``--quick``.
 
 `Results` gathers what each section finds (numbers only, with provenance: fluidcc and JAX
-versions, date, command, quick or full, wall time per section) and writes ``results.json``;
-`write_csv` saves the tables a section makes.
+versions, date, command, quick or full, wall time per section) and writes ``results.json``
+after every section, so that a run stopped by a failing assert or an interruption keeps what its
+earlier sections found (``"complete": false`` until `Results.write`); `write_csv` saves the
+tables a section makes.
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ class Results:
     """What a reproduction finds, section by section, written to ``OUT/results.json``.
 
     ``with results.section("name") as found: found["x"] = ...`` records a section's numbers and
-    its wall time; `write` saves everything with provenance and returns the path.
+    its wall time and saves the file (``"complete": false``); `write` saves everything with the
+    total wall time and ``"complete": true`` and returns the path.
     """
 
     def __init__(self, options: Options) -> None:
@@ -83,6 +86,7 @@ class Results:
             **stamp(),
             "command": options.command,
             "quick": options.quick,
+            "complete": False,
             "wall_s": {},
         }
 
@@ -99,15 +103,24 @@ class Results:
         yield found
         self.data[name] = found
         self.data["wall_s"][name] = time.perf_counter() - begin
+        self._save()
 
     def _sections(self) -> list[str]:
         return [name for name in self.data["wall_s"] if name != "total"]
 
     def write(self) -> Path:
-        """Write ``results.json`` into the output folder; returns its path."""
+        """Write ``results.json`` into the output folder, marked complete; returns its path."""
         self.data["wall_s"]["total"] = time.perf_counter() - self._started
+        self.data["complete"] = True
+        return self._save()
+
+    def _save(self) -> Path:
+        """The file as the run stands: written whole to a temporary name, then renamed over the
+        last one, so that an interruption mid-write leaves the previous file."""
         path = self.options.out / "results.json"
-        path.write_text(json.dumps(self.data, indent=2, default=_json_default) + "\n")
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(self.data, indent=2, default=_json_default) + "\n")
+        partial.replace(path)
         return path
 
 
