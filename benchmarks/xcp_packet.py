@@ -16,7 +16,8 @@ stops at 20 %):
 - `fig2trace`: one of those runs (the first `--n` and `--variants`) sampled every 20 ms, to see
   what holds the short flow below max-min: the instants when the long flows' windows step down
   together (their delivered rate more than half a packet per flow and window below l2's capacity),
-  l1's shuffled bandwidth h after them, and the short flow's rate across and between them.
+  l1's shuffled bandwidth h after them; with `--trace-window A B` the windows and the bottlenecks
+  the long flows name, every 0.1 s from A to B.
 - `fig5`: the five-hop network (`fluidcc.scenarios.ixcp_fig4`): per link the utilization and the
   mean normalized rate (rate / max-min rate) of the flows bottlenecked there, with their spread.
 - `fig7`: the dynamic network of Figs. 6/7 (`fluidcc.scenarios.ixcp_fig6`: 150, 100 and 120 Mb/s;
@@ -303,8 +304,8 @@ def main() -> int:
     parser.add_argument("--window-rounding", choices=("on", "off"), default="on",
                         help="on: the header declares cwnd, the sender sends whole packets (ns-2's XCP)")
     parser.add_argument("--start-within", type=float, default=0.0,
-                        help="fig2: the flows start uniformly within this many seconds (0: all at t = 0)")
-    parser.add_argument("--start-seed", type=int, default=1, help="fig2: seed of the start times")
+                        help="fig2, fig2trace: the flows start uniformly within this many seconds (0: all at t = 0)")
+    parser.add_argument("--start-seed", type=int, default=1, help="fig2, fig2trace: seed of the start times")
     parser.add_argument("--trace-window", type=float, nargs=2, default=None, metavar=("A", "B"),
                         help="fig2trace: the windows at A, A + 0.1, ..., B s")
     parser.add_argument("--ns3", action="store_true", help="fig2: time ns-3's TCP on the same networks")
@@ -314,6 +315,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.duration is None:
         args.duration = 60.0 if args.scenario == "fig7" else 20.0
+    if args.start_within < 0:
+        parser.error(f"--start-within: {args.start_within} s; allowed: 0 s or more")
+    if args.trace_window and not 0 < args.trace_window[0] <= args.trace_window[1]:
+        parser.error(f"--trace-window: {args.trace_window[0]} {args.trace_window[1]}; allowed: 0 < A <= B (s)")
     if args.ns3 and args.scale != 1.0:
         parser.error("--ns3 times ns-3's program at the paper's capacities: leave --scale at 1")
     result = {"fig2": fig2, "fig2trace": fig2trace, "fig5": fig5, "fig7": fig7, "random": random}[args.scenario](args)
