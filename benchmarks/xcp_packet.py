@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import time
 
 import numpy as np
@@ -84,14 +85,21 @@ def late_goodput(network, protocol, tables, duration_s: float, sample_s: float):
     return full, (full.received.values - early.received.values) / (0.8 * duration_s), wall
 
 
+def fig2_table(n: int, args) -> FlowTable:
+    """Fig. 2's flows for n long flows: flow 0 the short one; all from t = 0, or started uniformly
+    within `--start-within` s from a stream of their own per n and `--start-seed` (so a run's
+    starts do not depend on the other n of the sweep, and fig2 and fig2trace draw the same)."""
+    starts = (np.random.default_rng([args.start_seed, n]).uniform(0.0, args.start_within, n + 1)
+              if args.start_within > 0 else np.zeros(n + 1))
+    return FlowTable(starts, np.full(n + 1, np.inf), route=np.array([0] + [1] * n))
+
+
 def fig2(args) -> dict:
     ns = args.n
     base = scaled(scenarios.ixcp_fig1(1), args.scale)  # flow 0: the short route, flow 1: the long one
     c1, c2 = base.capacities_pps
     packet_bytes = float(base.packet_bytes)
-    rng = np.random.default_rng(args.start_seed)
-    tables = [FlowTable(rng.uniform(0.0, args.start_within, n + 1) if args.start_within > 0 else np.zeros(n + 1),
-                        np.full(n + 1, np.inf), route=np.array([0] + [1] * n)) for n in ns]
+    tables = [fig2_table(n, args) for n in ns]
     out = {"n": ns, "capacities_pps": [c1, c2], "duration_s": args.duration, "start_within_s": args.start_within}
     for variant in args.variants:
         full, rate, wall = late_goodput(base, protocol(args, variant), tables, args.duration, args.duration / 100)
@@ -141,17 +149,15 @@ def fig2trace(args) -> dict:
       step down together (their delivered rate more than half a packet per flow and max-min window
       below l2's capacity), l1's shuffled bandwidth h in the 0.3 s after each against its median at
       other times, and how often l1's phi was negative (l1 telling its flows to shed);
-    - with `--trace-window A B`: the same run stopped at A, A + 0.1, ..., B s (the engine is
-      deterministic, so each is a prefix of the others): the short flow's window, the long flows'
-      mean window, and how many long flows' last ACK named l1 as their bottleneck."""
+    - with `--trace-window A B`: runs of the same network and flows stopped at A, A + 0.1, ..., B s:
+      the short flow's window, the long flows' mean window, and how many long flows' last ACK
+      named l1 as their bottleneck."""
     n, variant, step = args.n[0], args.variants[0], 0.02
     network = scaled(scenarios.ixcp_fig1(n), args.scale)
     base = scaled(scenarios.ixcp_fig1(1), args.scale)
     c1, c2 = network.capacities_pps
     packet_bytes = float(base.packet_bytes)
-    rng = np.random.default_rng(args.start_seed)
-    starts = rng.uniform(0.0, args.start_within, n + 1) if args.start_within > 0 else np.zeros(n + 1)
-    table = FlowTable(starts, np.full(n + 1, np.inf), route=np.array([0] + [1] * n))
+    table = fig2_table(n, args)
     run = simulate_exact(base, protocol(args, variant), [table], duration_s=args.duration, sample_s=step,
                          flow_series=True).isel(run=0)
     t = run.sample_time.values
@@ -162,24 +168,28 @@ def fig2trace(args) -> dict:
     window = c2 / n * float(network.rtt_s[1])  # a long flow's max-min window, packets
     threshold = 1.0 - 0.5 / window  # half a packet per long flow below l2's capacity
     low = late & (long_load < threshold)
-    steps = t[low & ~np.roll(low, 1)]
+    begins = low & ~np.roll(low, 1)
+    begins[np.argmax(late)] = False  # a low stretch already under way at 20 % is not counted as a step
+    steps = t[begins]
     after = np.zeros(t.shape, bool)
     peaks = []
     for t0 in steps:
-        soon = (t > t0) & (t <= t0 + 0.3)
+        soon = (t >= t0) & (t <= t0 + 0.3)  # the step's own sample and the 0.3 s after it
         after |= soon
-        peaks.append(float(shuffle[soon].max()) if soon.any() else float(shuffle[t == t0][0]))
+        peaks.append(float(shuffle[soon].max()))
+    calm = shuffle[late & ~after]
     out = {"n": n, "variant": variant, "steps_s": steps.tolist(), "steps_per_s": len(steps) / (0.8 * args.duration),
            "l1_shuffle_after_steps_median": float(np.median(peaks)) if peaks else None,
-           "l1_shuffle_median_else": float(np.median(shuffle[late & ~after])),
+           "l1_shuffle_median_else": float(np.median(calm)) if calm.size else None,
            "l1_phi_negative_share": float(np.mean(run.xcp_phi_series.values[late, 0] < 0)),
            "short_over_maxmin_late": float(short[late].mean()),
            "short_over_maxmin_last_5s": float(short[t > args.duration - 5.0].mean())}
     print(f"{variant} n = {n}, {args.duration:g} s: after 20 % of the run the long flows' windows stepped down "
           f"together {len(steps)} times ({out['steps_per_s']:.2f} per s; below {100 * threshold:.1f} % of l2); "
-          f"l1's shuffled bandwidth h in the 0.3 s after a step at most "
+          f"l1's shuffled bandwidth h, its largest value from a step to 0.3 s after it: "
           + (f"{out['l1_shuffle_after_steps_median']:.0f} bytes (median over the steps)" if peaks else "(no step)")
-          + f", {out['l1_shuffle_median_else']:.0f} bytes (median) at other times; l1's phi < 0 at "
+          + (f", against a median of {out['l1_shuffle_median_else']:.0f} bytes at other times" if calm.size else "")
+          + f"; l1's phi < 0 at "
           f"{100 * out['l1_phi_negative_share']:.1f} % of the 20-ms samples; the short flow at "
           f"{out['short_over_maxmin_late']:.3f} of max-min after 20 % of the run, "
           f"{out['short_over_maxmin_last_5s']:.3f} over its last 5 s")
@@ -315,7 +325,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.duration is None:
         args.duration = 60.0 if args.scenario == "fig7" else 20.0
-    if args.start_within < 0:
+    if not (math.isfinite(args.start_within) and args.start_within >= 0):
         parser.error(f"--start-within: {args.start_within} s; allowed: 0 s or more")
     if args.trace_window and not 0 < args.trace_window[0] <= args.trace_window[1]:
         parser.error(f"--trace-window: {args.trace_window[0]} {args.trace_window[1]}; allowed: 0 < A <= B (s)")

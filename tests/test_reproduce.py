@@ -69,6 +69,19 @@ def test_results_are_saved_after_every_section(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]  # no temporary file left
 
 
+def test_a_section_json_cannot_hold_is_not_recorded(tmp_path: Path) -> None:
+    results = reproduce.Results(reproduce.Options(quick=False, out=tmp_path, command=""))
+    with results.section("first") as found:
+        found["value"] = 1
+    with pytest.raises(TypeError, match="cannot write object"):
+        with results.section("odd") as found:
+            found["value"] = object()
+    assert "odd" not in results.data and "odd" not in results.data["wall_s"]
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert "odd" not in saved and saved["first"] == {"value": 1}
+    results.write()  # later saves still work
+
+
 def test_a_section_that_raises_is_not_recorded(tmp_path: Path) -> None:
     results = reproduce.Results(reproduce.Options(quick=False, out=tmp_path, command=""))
     with pytest.raises(RuntimeError):

@@ -103,7 +103,11 @@ class Results:
         yield found
         self.data[name] = found
         self.data["wall_s"][name] = time.perf_counter() - begin
-        self._save()
+        try:
+            self._save()
+        except (TypeError, ValueError):  # a value JSON cannot hold: the section is not recorded
+            del self.data[name], self.data["wall_s"][name]
+            raise
 
     def _sections(self) -> list[str]:
         return [name for name in self.data["wall_s"] if name != "total"]
