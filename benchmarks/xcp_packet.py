@@ -153,9 +153,8 @@ def fig2trace(args) -> dict:
       the short flow's window, the long flows' mean window, and how many long flows' last ACK
       named l1 as their bottleneck."""
     n, variant, step = args.n[0], args.variants[0], 0.02
-    network = scaled(scenarios.ixcp_fig1(n), args.scale)
-    base = scaled(scenarios.ixcp_fig1(1), args.scale)
-    c1, c2 = network.capacities_pps
+    base = scaled(scenarios.ixcp_fig1(1), args.scale)  # route 0: the short flow's, route 1: the long flows'
+    c1, c2 = base.capacities_pps
     packet_bytes = float(base.packet_bytes)
     table = fig2_table(n, args)
     run = simulate_exact(base, protocol(args, variant), [table], duration_s=args.duration, sample_s=step,
@@ -165,12 +164,10 @@ def fig2trace(args) -> dict:
     short, long_load = rate[:, 0] / (c1 - c2), rate[:, 1:].sum(axis=1) / c2
     shuffle = run.xcp_shuffle_series.values[:, 0]
     late = t > 0.2 * args.duration
-    window = c2 / n * float(network.rtt_s[1])  # a long flow's max-min window, packets
+    window = c2 / n * float(base.rtt_s[1])  # a long flow's max-min window, packets
     threshold = 1.0 - 0.5 / window  # half a packet per long flow below l2's capacity
-    low = late & (long_load < threshold)
-    begins = low & ~np.roll(low, 1)
-    begins[np.argmax(late)] = False  # a low stretch already under way at 20 % is not counted as a step
-    steps = t[begins]
+    dip = long_load < threshold
+    steps = t[late & dip & ~np.roll(dip, 1)]  # where a dip begins (the first sample is never late)
     after = np.zeros(t.shape, bool)
     peaks = []
     for t0 in steps:
