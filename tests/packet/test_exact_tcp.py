@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fluidcc.errors import ParameterError
 
 from fluidcc.network import Flow, Link, Network
-from fluidcc.packet import _run_exact, simulate_exact
+from fluidcc.packet import _run_exact, exact, simulate_exact
 from fluidcc.packet.exact import ACK, Ack, Flows, Receivers, _receive_one
 from fluidcc.packet.exact_protocols import IXCP, TCP, XCP
 from fluidcc.packet.exact_protocols.tcp import LOSS, OPEN, RECOVERY, TCPParams
@@ -151,7 +151,7 @@ def test_receivers_keep_every_hole_by_default_and_a_run_that_discards_says_so(mo
     assert "receiver_runs" in str(few.message.values[0])
     # a default store found too small grows (x4) and the runs are simulated again: the same
     # results as a store large enough from the start
-    monkeypatch.setattr(_run_exact, "receiver_runs_for", lambda plan: few_runs)
+    monkeypatch.setattr(_run_exact, "receiver_runs_for", lambda plan, lanes=1: few_runs)
     grown = simulate_exact(network, TCP(), table, duration_s=3.0)
     assert grown.attrs["receiver_runs"] == 4 * few_runs and grown.attrs["attempts"] == 2
     assert int(grown.status[0]) == 0 and int(grown.receiver_runs_peak[0]) == need
@@ -163,20 +163,35 @@ def test_receivers_keep_every_hole_by_default_and_a_run_that_discards_says_so(mo
 
 
 @settings(deadline=None, max_examples=30)
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 11)), min_size=1, max_size=60), st.booleans())
-def test_the_shared_store_of_runs_is_each_receiver_s_set_of_packets(arrivals, branch):
-    """Data packets of three flows arrive in any order, repeats included, at receivers sharing one
-    store of runs: after each arrival, each flow's next expected packet is the least it lacks, the
-    packets it holds above that are what arrived there, repeats are counted as duplicates, and the
-    places in use are the runs (maximal stretches) of the held packets over all the flows, as
-    counted per flow too; with the short path for in-order data (`branch`, one run) or without
-    (a batch)."""
-    n_flows, places = 3, 64
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 11)), min_size=1, max_size=60), st.booleans(),
+       st.sampled_from([1, 2, 64]))
+def test_the_store_of_runs_is_each_receiver_s_set_of_packets(arrivals, branch, base):
+    """Data packets of three flows arrive in any order, repeats included, at receivers whose store
+    of runs has a row per lane: after each arrival, each flow's next expected packet is the least
+    it lacks, the packets it holds above that are what arrived there, repeats are counted as
+    duplicates, the places in use are the runs (maximal stretches) of the held packets over all
+    the flows, as counted per flow too, and the flow's highest run is where the store says; with
+    the short path for in-order data (`branch`, one run) or without (a batch); the search over
+    prefixes of a row from `base` places up (1 and 2: prefixes of 1, 4 and 8 or of 2 and 8 places)."""
+    n_flows, places = 3, 8
+    widths = exact._search_widths(places)
+    exact.SEARCH_BASE = base
+    try:
+        assert exact._search_widths(places) == {1: [1, 4, 8], 2: [2, 8], 64: [8]}[base]
+    finally:
+        exact.SEARCH_BASE = 64
+    assert widths == [8]
     rx = Receivers(rcv_nxt=jnp.zeros(n_flows, jnp.int32), ts_recent=jnp.zeros(n_flows),
-                   run_flow=jnp.full(places, n_flows, jnp.int32), run_s=jnp.zeros(places, jnp.int32),
-                   run_e=jnp.zeros(places, jnp.int32), held=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32),
-                   runs_of=jnp.zeros(n_flows, jnp.int32))
-    step = jax.jit(lambda rx, f, seq: _receive_one(rx, f, n_flows, jnp.asarray(True), seq, branch=branch))
+                   run_s=jnp.zeros((n_flows, places), jnp.int32), run_e=jnp.zeros((n_flows, places), jnp.int32),
+                   held=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32),
+                   runs_of=jnp.zeros(n_flows, jnp.int32), top_e=jnp.zeros(n_flows, jnp.int32),
+                   top_at=jnp.zeros(n_flows, jnp.int32), reach=jnp.zeros(n_flows, jnp.int32))
+    exact.SEARCH_BASE = base
+    try:
+        step = jax.jit(lambda rx, f, seq: _receive_one(rx, f, n_flows, jnp.asarray(True), seq, branch=branch))
+        step(rx, jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32))  # traced with these widths
+    finally:
+        exact.SEARCH_BASE = 64
     seen = [set() for _ in range(n_flows)]
     runs_peak = 0
     for f, seq in arrivals:
@@ -187,15 +202,44 @@ def test_the_shared_store_of_runs_is_each_receiver_s_set_of_packets(arrivals, br
         for g in range(n_flows):
             expected = min(set(range(13)) - seen[g])
             assert int(rx.rcv_nxt[g]) == expected
-            mine = (np.asarray(rx.run_flow) == g)
-            held = {q for s0, e0 in zip(np.asarray(rx.run_s)[mine], np.asarray(rx.run_e)[mine]) for q in range(s0, e0)}
+            row_s, row_e = np.asarray(rx.run_s)[g], np.asarray(rx.run_e)[g]
+            mine = row_e > row_s
+            held = {q for s0, e0 in zip(row_s[mine], row_e[mine]) for q in range(s0, e0)}
             above = {q for q in seen[g] if q > expected}
             assert held == above
             runs += sum(1 for q in above if q - 1 not in above)
             assert int(mine.sum()) == sum(1 for q in above if q - 1 not in above) == int(rx.runs_of[g])
+            assert np.all(row_s[~mine] == 0) and np.all(row_e[~mine] == 0)  # a free place is empty
+            assert not mine[int(rx.reach[g]):].any()  # no run at or past the place reached
+            if above:
+                top_at = int(rx.top_at[g])
+                assert int(rx.top_e[g]) == max(above) + 1 and mine[top_at] and row_e[top_at] == max(above) + 1
         assert int(rx.held) == runs
         runs_peak = max(runs_peak, runs)
         assert int(rx.peak) == runs_peak
+
+
+def test_a_lane_keeps_its_own_share_of_the_store():
+    """The store is shared out among the lanes: a flow whose row is full discards an out-of-order
+    packet (counted), even where another lane's row has room, and the other lanes are untouched."""
+    n_flows, places = 2, 2
+    rx = Receivers(rcv_nxt=jnp.zeros(n_flows, jnp.int32), ts_recent=jnp.zeros(n_flows),
+                   run_s=jnp.zeros((n_flows, places), jnp.int32), run_e=jnp.zeros((n_flows, places), jnp.int32),
+                   held=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32),
+                   runs_of=jnp.zeros(n_flows, jnp.int32), top_e=jnp.zeros(n_flows, jnp.int32),
+                   top_at=jnp.zeros(n_flows, jnp.int32), reach=jnp.zeros(n_flows, jnp.int32))
+    step = jax.jit(lambda rx, f, seq: _receive_one(rx, f, n_flows, jnp.asarray(True), seq))
+    for seq in (2, 4):
+        rx, _, discarded = step(rx, jnp.asarray(0, jnp.int32), jnp.asarray(seq, jnp.int32))
+        assert int(discarded) == 0
+    rx, duplicate, discarded = step(rx, jnp.asarray(0, jnp.int32), jnp.asarray(6, jnp.int32))
+    assert int(discarded) == 1 and int(duplicate) == 0 and int(rx.runs_of[0]) == 2 and int(rx.held) == 2
+    assert int(rx.runs_of[1]) == 0 and np.all(np.asarray(rx.run_e)[1] == 0)
+    # a packet that joins a run it holds needs no place: kept
+    rx, _, discarded = step(rx, jnp.asarray(0, jnp.int32), jnp.asarray(5, jnp.int32))
+    assert int(discarded) == 0 and int(rx.top_e[0]) == 6 and int(rx.runs_of[0]) == 2
+    rx, _, discarded = step(rx, jnp.asarray(1, jnp.int32), jnp.asarray(3, jnp.int32))
+    assert int(discarded) == 0 and int(rx.runs_of[1]) == 1 and int(rx.held) == 3
 
 
 def test_the_sender_answers_the_syn_ack_with_a_pure_ack_before_its_data(monkeypatch):

@@ -21,8 +21,8 @@ from .._version import stamp
 from ..errors import ParameterError
 from ..network import Network
 from . import exact  # exact.fifo_links read through the module (tests replace it there)
-from .exact import (STATUS, Flows, Plan, check_step, lanes_for, pool_size_for, receiver_runs_for, sample_count,
-                    sample_places, simulate_events)
+from .exact import (STATUS, Flows, Plan, check_step, lanes_for, pool_size_for, receiver_runs_for, runs_per_lane,
+                    sample_count, sample_places, simulate_events)
 from .workloads import FlowTable
 
 
@@ -99,10 +99,10 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     link, packets (default: as the network gives, else one BDP). pool_size: packets and ACKs the
     run may hold at once (default: `pool_size_for`, grown x4 and the runs simulated again while a
     run fills it, up to `MAX_POOL_SIZE`; attribute `pool_size`: the size used). receiver_runs: runs
-    of out-of-order data the receivers hold at once, in one store they share (ns-3 keeps any
-    amount). By default the store
-    starts at `receiver_runs_for` and, if a receiver had to discard data, the runs are simulated
-    again with four times the store, up to `MAX_RECEIVER_RUNS` (attribute `receiver_runs`: the size
+    of out-of-order data the receivers hold at once, in one store shared out among the lanes
+    (`runs_per_lane` each: a flow holds at most its lane's share; ns-3 keeps any amount). By
+    default the store starts at `receiver_runs_for` and, if a receiver had to discard data, the runs are simulated
+    again with four times the store, up to `MAX_RUNS_PER_LANE` places per lane (attribute `receiver_runs`: the size
     used; `receiver_runs_peak` per run: the most held at once; `attempts`: the simulations made,
     `wall_s` is theirs together). Given, the store is that size.
     Data that would need one more run is counted in `discarded` and the sender must send it
@@ -155,9 +155,7 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
         raise ParameterError("pool_size", pool_size, "a whole number >= 2 of packets and ACKs held at once")
     grow_pool = pool_size is None
     grow_runs = receiver_runs is None
-    if grow_runs:
-        receiver_runs = receiver_runs_for(plan)
-    elif isinstance(receiver_runs, bool) or not isinstance(receiver_runs, (int, np.integer)) or receiver_runs < 1:
+    if not grow_runs and (isinstance(receiver_runs, bool) or not isinstance(receiver_runs, (int, np.integer)) or receiver_runs < 1):
         raise ParameterError("receiver_runs", receiver_runs,
                              "a whole number >= 1 of out-of-order runs the receivers hold at once")
     if lanes is not None and (isinstance(lanes, bool) or not isinstance(lanes, (int, np.integer)) or lanes < 1):
@@ -171,6 +169,8 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     lane_count = (lanes_for(start, float(np.max(network.rtt_s)), width, duration) if grow_lanes
                   else int(min(lanes, width)))
     pool = pool_size_for(plan, lane_count) if grow_pool else int(pool_size)
+    if grow_runs:
+        receiver_runs = receiver_runs_for(plan, lane_count)
     params = protocol.params(network, plan, tables)
     numbers = jax.tree_util.tree_map(jnp.asarray, plan.numbers())
     arrays = Flows(start=jnp.asarray(start), stop=jnp.asarray(stop), size=jnp.asarray(size))
@@ -196,12 +196,14 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
         status = np.asarray(out["status"])
         if grow_pool and np.any(status == 1) and pool < MAX_POOL_SIZE:
             pool = min(4 * pool, MAX_POOL_SIZE)
-        elif grow_runs and np.any(status == 4) and receiver_runs < MAX_RECEIVER_RUNS:
-            receiver_runs = min(4 * int(receiver_runs), MAX_RECEIVER_RUNS)
+        elif grow_runs and np.any(status == 4) and runs_per_lane(receiver_runs, lane_count) < MAX_RUNS_PER_LANE:
+            receiver_runs = min(4 * int(receiver_runs), MAX_RUNS_PER_LANE * lane_count)
         elif grow_lanes and np.any(status == 5) and lane_count < width:
             lane_count = min(2 * lane_count, width)  # twice, not four times: each lane costs every iteration
             if grow_pool:
                 pool = max(pool, pool_size_for(plan, lane_count))
+            if grow_runs:
+                receiver_runs = max(receiver_runs, receiver_runs_for(plan, lane_count))
         else:
             break
     wall = time.perf_counter() - began
@@ -232,8 +234,9 @@ def _each_run(run, keys, arrays, params, timing, numbers) -> dict:
         outs = list(pool.map(one, range(int(keys.shape[0]))))
     return jax.tree_util.tree_map(lambda *parts: np.concatenate(parts), *outs)
 
-#: The largest store of out-of-order runs the default grows to (a run that needs more has status 4).
-MAX_RECEIVER_RUNS = 1 << 18
+#: The largest share of a lane in the store of out-of-order runs the default grows to (a run that
+#: needs more has status 4).
+MAX_RUNS_PER_LANE = 1 << 16
 #: The largest packet pool the default grows to (a run that needs more has status 1).
 MAX_POOL_SIZE = 1 << 22
 
@@ -323,7 +326,7 @@ def _dataset(network, protocol, tables, plan, seeds, start, size, route, duratio
         "received": (per, out["received"], {"units": "packets", "long_name": "in-order data at the receiver"}),
         "duplicates": (per, out["duplicates"], {"units": "packets", "long_name": "delivered again"}),
         "discarded": (per, out["discarded"], {"units": "packets", "long_name": "out-of-order data the receiver could not keep "
-                                              "(its receivers' store of receiver_runs runs was full)"}),
+                                              "(its lane's share of the receivers' store, receiver_runs / lanes, was full)"}),
         "stored": (per, out["stored"], {"units": "packets", "long_name": "held out of order at the end"}),
         "dropped": (per, out["dropped"], {"units": "packets", "long_name": "data packets dropped"}),
         "control_dropped": (per, out["control_dropped"], {"units": "packets",

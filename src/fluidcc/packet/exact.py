@@ -54,6 +54,7 @@ loop over them, so a program does not grow with the number of links.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -76,7 +77,8 @@ FREE = -1
 STATUS = {0: "ok", 1: "the packet pool was full: a packet could not be sent (raise pool_size)",
           2: "a step needed more iterations than allowed: a sender kept sending at one instant",
           3: f"more than {1024} events at one instant at one stage",
-          4: "the receivers had more out-of-order runs than their store holds and discarded data (raise receiver_runs)",
+          4: "a receiver had more out-of-order runs than its lane's share of the store holds and discarded data "
+             "(raise receiver_runs)",
           5: "more flows were active at once than the run has lanes: flows found no lane and the run stopped "
              "(raise lanes)"}
 _BIG = np.iinfo(np.int64).max  # above every tie-break key
@@ -547,19 +549,28 @@ LINK_FIELDS = ("free_at", "accepted", "arrived", "dropped", "data_accepted", "bu
 @dataclass(frozen=True)
 class Receivers(_Record):
     """Per flow (F): the next sequence number expected and the echoed timestamp (RFC 7323's
-    TS.Recent). The runs of out-of-order data every receiver holds, in one store shared by the
-    flows (`receiver_runs` places, M): run_flow (M; F marks a free place) and [run_s, run_e); held,
-    the places in use, and peak, the most in use at once. (One store for all the flows, not a row
-    per flow: its size follows the holes the network can leave, not the flows of the run.)"""
+    TS.Recent). The runs of out-of-order data every receiver holds: a row of places per lane
+    (F, Q), place q of lane f holding the run [run_s, run_e) of the flow in that lane (run_e ==
+    run_s == 0: a free place); held, the places in use over all lanes, and peak, the most in use
+    at once; runs_of, per lane, its places in use, and top_e and top_at the end of its highest
+    run and that run's place (kept as runs are written: meaningful where runs_of > 0), and reach,
+    one past its highest place in use since it last held none (a run is written at the first free
+    place, so a search needs only the places below reach, plus one free place). The `receiver_runs` places of a run are shared
+    out among its lanes (Q = receiver_runs / lanes, rounded up): a packet's arrival searches its
+    own flow's row only, so its cost follows that row, not the store of the whole run (a search
+    over one store shared by every flow cost a third of a dumbbell run), and of that row only the
+    prefix the flow has reached, in widths of 64 times powers of four (`_receive_one`)."""
 
     rcv_nxt: jax.Array
     ts_recent: jax.Array
-    run_flow: jax.Array
     run_s: jax.Array
     run_e: jax.Array
     held: jax.Array
     peak: jax.Array
     runs_of: jax.Array  # per flow (F): the runs it holds in the store
+    top_e: jax.Array
+    top_at: jax.Array
+    reach: jax.Array
 
 
 @jax.tree_util.register_dataclass
@@ -668,8 +679,8 @@ class Outputs(_Record):
 # ------------------------------------------------------------------------------- the engine
 class _Arrival(NamedTuple):
     """What a data packet's arrival does to its receiver (scalars): the next sequence number
-    expected, up to two places of the store freed (their index, or the store's size: none), the
-    place a run is written to and the run [start, end), whether the packet is a duplicate, the
+    expected, up to two places of the lane's row freed (their index, or the row's length: none),
+    the place a run is written to and the run [start, end), whether the packet is a duplicate, the
     packets discarded and the change in runs held."""
 
     rcv_nxt: jax.Array
@@ -684,26 +695,48 @@ class _Arrival(NamedTuple):
 
 
 def _receive_one(rx: Receivers, f, n_flows: int, valid, seq, branch: bool = True):
-    """Data packet `seq` of flow f reaches its receiver where `valid` (else nothing changes).
-    Returns (receivers, duplicates, discarded): the packet is in order (it and the run it reaches
-    are acknowledged), a duplicate, or held out of order, merged with the runs it touches; where
-    no place is free it is discarded (counted; the run's status says so). What the arrival does is
-    worked out first (`_arrival_any`, a search of the store; with `branch`, a packet below the next
-    expected, or in order for a flow that holds no run, skips the search, `_arrival_in_order`), then
-    written (scalars out of the branch: the store is written in place, never copied)."""
+    """Data packet `seq` of the flow in lane f reaches its receiver where `valid` (else nothing
+    changes). Returns (receivers, duplicates, discarded): the packet is in order (it and the run it
+    reaches are acknowledged), a duplicate, or held out of order, merged with the runs it touches;
+    where the lane's row has no free place it is discarded (counted; the run's status says so).
+    What the arrival does is worked out first (`_arrival_any`, a search of the lane's row; with
+    `branch`, a packet below the next expected, or in order for a flow that holds no run, skips the
+    search, `_arrival_in_order`), then written (scalars out of the branch: the store is written in
+    place, never copied). n_flows: the lanes (a lane index at or past it changes nothing)."""
+    f = jnp.asarray(f, jnp.int32)
+    q = rx.run_s.shape[1]
     if branch:
+        # the search covers the prefix of the row the flow has reached, plus one free place
+        widths = _search_widths(q)
+        need = jnp.minimum(rx.reach[jnp.minimum(f, rx.reach.shape[0] - 1)] + 1, q)
         easy = ~valid | (seq < rx.rcv_nxt[f]) | ((rx.runs_of[f] == 0) & (seq == rx.rcv_nxt[f]))
-        arrival = jax.lax.cond(easy, _arrival_in_order, _arrival_any, rx, f, n_flows, valid, seq)
+        which = jnp.where(easy, 0, 1 + jnp.sum(jnp.asarray(widths[:-1]) < need))
+        arrival = jax.lax.switch(which, [_arrival_in_order] + [functools.partial(_arrival_any, width=w)
+                                                                for w in widths], rx, f, n_flows, valid, seq)
     else:
         arrival = _arrival_any(rx, f, n_flows, valid, seq)
-    m = rx.run_flow.shape[0]
-    at = jnp.where(arrival.write_at < m, arrival.write_at, m)
-    run_flow = rx.run_flow.at[arrival.free_1].set(n_flows, mode="drop").at[arrival.free_2].set(n_flows, mode="drop")
+    lane = jnp.where(valid, f, n_flows)
+    zero = jnp.asarray(0, jnp.int32)
+    run_s, run_e = rx.run_s, rx.run_e
+    for place in (arrival.free_1, arrival.free_2):
+        run_s = run_s.at[lane, place].set(zero, mode="drop")
+        run_e = run_e.at[lane, place].set(zero, mode="drop")
+    at = jnp.where(arrival.write_at < q, arrival.write_at, q)
     held = rx.held + arrival.change
-    rx = rx.replace(rcv_nxt=rx.rcv_nxt.at[jnp.where(valid, f, n_flows)].set(arrival.rcv_nxt, mode="drop"),
-                    run_flow=run_flow.at[at].set(f, mode="drop"), run_s=rx.run_s.at[at].set(arrival.start, mode="drop"),
-                    run_e=rx.run_e.at[at].set(arrival.end, mode="drop"), held=held, peak=jnp.maximum(rx.peak, held),
-                    runs_of=rx.runs_of.at[jnp.where(valid, f, n_flows)].add(arrival.change, mode="drop"))
+    # the highest run: a run written at or above it is the new highest (a run freed is never the
+    # highest of a flow that keeps others: an in-order packet takes in the lowest run)
+    written = at < q
+    higher = written & ((rx.runs_of[f] == 0) | (arrival.end >= rx.top_e[f]))
+    top_lane = jnp.where(higher, lane, n_flows)
+    runs_after = rx.runs_of[f] + arrival.change
+    reach = jnp.where(runs_after == 0, 0, jnp.maximum(rx.reach[f], jnp.where(written, at + 1, 0)))
+    rx = rx.replace(top_e=rx.top_e.at[top_lane].set(arrival.end, mode="drop"),
+                    top_at=rx.top_at.at[top_lane].set(at, mode="drop"),
+                    reach=rx.reach.at[lane].set(reach, mode="drop"))
+    rx = rx.replace(rcv_nxt=rx.rcv_nxt.at[lane].set(arrival.rcv_nxt, mode="drop"),
+                    run_s=run_s.at[lane, at].set(arrival.start, mode="drop"),
+                    run_e=run_e.at[lane, at].set(arrival.end, mode="drop"), held=held, peak=jnp.maximum(rx.peak, held),
+                    runs_of=rx.runs_of.at[lane].add(arrival.change, mode="drop"))
     return rx, arrival.duplicate.astype(jnp.int32), arrival.discarded
 
 
@@ -711,34 +744,54 @@ def _arrival_in_order(rx: Receivers, f, n_flows: int, valid, seq) -> _Arrival:
     """`_arrival_any` for a packet below the next expected (a duplicate, whatever runs the flow
     holds: they lie above it) or in order for a flow that holds no run."""
     old = rx.rcv_nxt[f]
-    none = jnp.asarray(rx.run_flow.shape[0], jnp.int32)
+    none = jnp.asarray(rx.run_s.shape[1], jnp.int32)
     zero = jnp.asarray(0, jnp.int32)
     return _Arrival(rcv_nxt=jnp.where(valid & (seq == old), seq + 1, old), free_1=none, free_2=none, write_at=none,
                     start=zero, end=zero, duplicate=valid & (seq < old), discarded=zero, change=zero)
 
 
-def _arrival_any(rx: Receivers, f, n_flows: int, valid, seq) -> _Arrival:
+#: The narrowest prefix of a lane's row a search covers (`_search_widths`).
+SEARCH_BASE = 64
+
+
+def _search_widths(q: int) -> list[int]:
+    """The prefixes of a row of q places a search may cover: `SEARCH_BASE` times 1, 4, 16, ...
+    below q, then q."""
+    widths, w = [], SEARCH_BASE
+    while w < q:
+        widths.append(w)
+        w *= 4
+    return widths + [q]
+
+
+def _arrival_any(rx: Receivers, f, n_flows: int, valid, seq, width: int | None = None) -> _Arrival:
     """What data packet [s, s + 1) does at its receiver, in every case. The runs a flow holds are
     disjoint, do not touch and lie above its next expected packet, so a packet that is not a
     duplicate touches at most the run that ends at s and the run that starts at s + 1: in order, it
     takes the one above with it; ahead, it merges with both into one run, written where the one
-    above was (else the one below, else the first free place)."""
-    m = rx.run_flow.shape[0]
-    none = jnp.asarray(m, jnp.int32)
-    mine = valid & (rx.run_flow == f)
+    above was (else the one below, else the first free place of the lane's row). width: the
+    places searched, a prefix of the row that holds all its runs and a free place (None: all)."""
+    q = rx.run_s.shape[1]
+    none = jnp.asarray(q, jnp.int32)
+    lane = jnp.minimum(f, rx.run_s.shape[0] - 1).astype(jnp.int32)
+    width = q if width is None else width
+    row_s = jax.lax.dynamic_slice(rx.run_s, (lane, jnp.int32(0)), (1, width))[0]
+    row_e = jax.lax.dynamic_slice(rx.run_e, (lane, jnp.int32(0)), (1, width))[0]
+    used = row_e > row_s
+    mine = valid & used
     old = rx.rcv_nxt[f]
     s, e = seq, seq + 1
-    duplicate = valid & ((s < old) | jnp.any(mine & (rx.run_s <= s) & (s < rx.run_e)))
+    duplicate = valid & ((s < old) | jnp.any(mine & (row_s <= s) & (s < row_e)))
     in_order = valid & (s == old)
     ahead = valid & (s > old) & ~duplicate
-    above, below = mine & (rx.run_s == e), mine & (rx.run_e == s)
+    above, below = mine & (row_s == e), mine & (row_e == s)
     a, b = jnp.argmax(above).astype(jnp.int32), jnp.argmax(below).astype(jnp.int32)
     has_a, has_b = (in_order | ahead) & above[a], ahead & below[b]
-    free = rx.run_flow == n_flows
+    free = ~used
     first_free = jnp.argmax(free).astype(jnp.int32)
     write = ahead & (has_a | has_b | free[first_free])
-    start = jnp.where(has_b, rx.run_s[b], s)
-    end = jnp.where(has_a, rx.run_e[a], e)
+    start = jnp.where(has_b, row_s[b], s)
+    end = jnp.where(has_a, row_e[a], e)
     touched = has_a.astype(jnp.int32) + has_b.astype(jnp.int32)  # runs taken in, or merged and written again
     return _Arrival(rcv_nxt=jnp.where(in_order, end, old),
                     free_1=jnp.where(in_order & has_a, a, none),
@@ -749,20 +802,28 @@ def _arrival_any(rx: Receivers, f, n_flows: int, valid, seq) -> _Arrival:
                     change=write.astype(jnp.int32) - touched)
 
 
-def receiver_runs_for(plan: Plan) -> int:
-    """Places for runs of out-of-order data, shared by all the receivers of a run: four for every
-    packet the links that carry data can hold at once (buffer plus what the capacity puts on the
-    wire in the propagation delay; links only on reverse routes carry ACKs and make no hole),
-    rounded up to a power of two (at least 64). A run needs a packet that
-    came through above a hole, but holes outlive the packets that made them (NewReno repairs one
-    per round trip), so the links' content is not a bound: 50 TCP flows on a 1 500-packet dumbbell
-    held 3 414 runs at once. A run that needs more says so in its status (4); `simulate_exact`
-    then grows the store."""
+def receiver_runs_for(plan: Plan, lanes: int = 1) -> int:
+    """Places for runs of out-of-order data, shared out among the lanes of a run (`Receivers`):
+    per lane, the packets the links that carry data can hold at once (buffer plus what the
+    capacity puts on the wire in the propagation delay; links only on reverse routes carry ACKs
+    and make no hole), rounded up to a power of two, at least 64 (a search covers only the places a
+    flow has reached, so a large share costs memory, not time). A flow's runs are at most every
+    other packet of what it has in flight, but holes outlive the packets that made them (NewReno
+    repairs one per round trip), so this is a start, not a bound (one flow of a short-flow run at
+    load 0.9 held more than 1 024): a lane that needs more than its share
+    says so in its status (4), and `simulate_exact` then grows the store (50 TCP flows on a
+    1 500-packet dumbbell held 3 414 runs at once, a single flow more than 164)."""
     capacity_pps = np.nanmax(plan.capacity_Bps, axis=1) / plan.data_bytes
     data = np.zeros(plan.n_links, bool)
     data[plan.route[plan.route >= 0]] = True
     held = float(np.sum((plan.buffer + capacity_pps * plan.propagation_s)[data]))
-    return max(64, 1 << int(math.ceil(math.log2(max(4.0 * held, 1.0)))))
+    return int(lanes) * max(64, 1 << int(math.ceil(math.log2(max(held, 1.0)))))
+
+
+def runs_per_lane(receiver_runs: int, lanes: int) -> int:
+    """A lane's share of the receivers' store (`Receivers`): `receiver_runs` places over `lanes`
+    lanes, rounded up (so the store holds at least `receiver_runs`)."""
+    return max(1, -(-int(receiver_runs) // int(lanes)))
 
 
 def pool_size_for(plan: Plan, flows_width: int) -> int:
@@ -913,7 +974,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                     batch_axis: str | None = None, flow_series: bool = False, samples=None,
                     sample_room: int | None = None, fifo: tuple[bool, ...] | None = None):
     """One run (jit and vmap it for batches). Returns a dict of JAX arrays.
-    receiver_runs: places for out-of-order runs, shared by the receivers (default: `receiver_runs_for`).
+    receiver_runs: places for out-of-order runs, shared out among the lanes (`runs_per_lane` each;
+    default: `receiver_runs_for`).
 
     **What may be traced.** `step_s`, `end_s`, `sample_s` and `samples` (the run's samples,
     `sample_count`) may be traced, so that one compilation serves runs of any step, length and
@@ -940,9 +1002,10 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     The loops that take one event at a time then run until every run of the batch is done, each
     run masked by its own condition (`event_loop`).
     """
-    receiver_runs = receiver_runs_for(plan) if receiver_runs is None else receiver_runs
     N = plan.n_flows
     F = N if lanes is None else int(lanes)
+    receiver_runs = receiver_runs_for(plan, F) if receiver_runs is None else receiver_runs
+    Q = runs_per_lane(receiver_runs, F)
     L, K, P, R = plan.n_links, protocol.header_size, pool_size, plan.ring
     S = min(P, CHUNK)
     if samples is None:
@@ -1001,10 +1064,10 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     bins = jnp.zeros((n_bins + 1, L, len(BIN_FIELDS)))
     flow_bins = jnp.zeros((n_bins + 1, N if flow_series else 0))
     receivers = Receivers(rcv_nxt=jnp.zeros(F, jnp.int32), ts_recent=jnp.zeros(F),
-                          run_flow=jnp.full(receiver_runs, F, jnp.int32),
-                          run_s=jnp.zeros(receiver_runs, jnp.int32), run_e=jnp.zeros(receiver_runs, jnp.int32),
+                          run_s=jnp.zeros((F, Q), jnp.int32), run_e=jnp.zeros((F, Q), jnp.int32),
                           held=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32),
-                          runs_of=jnp.zeros(F, jnp.int32))
+                          runs_of=jnp.zeros(F, jnp.int32), top_e=jnp.zeros(F, jnp.int32),
+                          top_at=jnp.zeros(F, jnp.int32), reach=jnp.zeros(F, jnp.int32))
     router0 = protocol.router_init(params, L)
     # what the routers show (`observe`), as each sample's last update leaves it (NaN: none in it)
     observed = {name: jnp.full((n_bins + 1, L), jnp.nan) for name in protocol.observe(router0, params)}
@@ -1560,11 +1623,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         # holds (data above a hole), or are duplicates below the next expected; up to its first
         # packet that is none of these, they are taken here at once, the rest of its packets one
         # by one (`receive`)
-        m = rx.run_flow.shape[0]
-        owner = jnp.minimum(rx.run_flow, F)  # F: a free place
-        top = jax.ops.segment_max(rx.run_e, owner, num_segments=F + 1)[:F]
-        top_at = jax.ops.segment_max(jnp.where((owner < F) & (rx.run_e == top[jnp.minimum(owner, F - 1)]),
-                                               jnp.arange(m), -1), owner, num_segments=F + 1)[:F]
+        top, top_at = rx.top_e, rx.top_at  # each lane's highest run (where it holds one)
         extending = rx.runs_of > 0
         base = jnp.where(extending, top, rx.rcv_nxt)
         astray = advancing & (packets.seq != base[f] + counted - 1)
@@ -1601,7 +1660,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         rx = rx.replace(rcv_nxt=jnp.where(extending, rx.rcv_nxt, rx.rcv_nxt + moved),
                         ts_recent=jnp.where((last_moved >= 0) & ~extending,
                                             packets.sent[jnp.clip(last_moved, 0, S - 1)], rx.ts_recent),
-                        run_e=rx.run_e.at[jnp.where(grown, top_at, m)].set(top + moved, mode="drop"))
+                        run_e=rx.run_e.at[jnp.where(grown, rows, F), top_at].set(top + moved, mode="drop"),
+                        top_e=jnp.where(grown, top + moved, top))
         c = c.replace(bins=bins, flow_bins=flow_bins, receivers=rx, counters=c.counters.replace(tally=tally))
         # the rest of each flow's packets, from its first that comes neither next in order nor at
         # the end of its highest run: one by one, in the total order
@@ -1668,7 +1728,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
     in_flight = per_flow(jax.ops.segment_sum(data_in_flight.astype(jnp.int32), pool.flow, num_segments=F))
     held = per_flow(jax.ops.segment_sum((pool.place != FREE).astype(jnp.int32), pool.flow, num_segments=F))
     rx = carry.receivers
-    stored = per_flow(jax.ops.segment_sum(rx.run_e - rx.run_s, rx.run_flow, num_segments=F))  # free places: dropped
+    stored = per_flow(jnp.sum(rx.run_e - rx.run_s, axis=1))  # free places: 0
     out = carry.outputs
     # a run that went to its end but whose receivers threw data away has its own status
     counters = {k: v for k, v in out.counters.as_dict().items() if k not in ("nic_free", "clock")}

@@ -21,10 +21,11 @@ File format (every key shown; `#` marks the defaults)::
     pool_size = 4096          # packets and ACKs a run may hold at once (default: the links'
                               # buffers, what is on the wire and a window per flow,
                               # `fluidcc.packet.exact.pool_size_for`, grown while a run fills it)
-    receiver_runs = 8192      # runs of out-of-order data the receivers hold at once (default:
-                              # four per packet the links hold, `exact.receiver_runs_for`, grown
-                              # while a run fills it); given, a run that needs more of either
-                              # stops or discards data and says so in its status
+    receiver_runs = 8192      # runs of out-of-order data the receivers hold at once, shared
+                              # out among the lanes (default: per lane, the packets the links
+                              # hold, `exact.receiver_runs_for`, grown while a lane fills its
+                              # share); given, a run that needs more of either stops or
+                              # discards data and says so in its status
     lanes = 256               # flows simulated at once (default: from the flows' starts,
                               # `exact.lanes_for`, grown while a flow finds none); given, a run
                               # that needs more stops with status 5
