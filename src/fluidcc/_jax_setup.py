@@ -18,6 +18,14 @@
   packets, events and counts (a router's series may differ in its last bit: the emitters sum in
   other orders; benchmarks/RESULTS.md, "Fifth pass: compile options"). Per program, not global:
   the DDE kernels keep XLA's defaults.
+* On a CPU, XLA compiles each loop (``while``) into one function of its own (`HOIST_LOOPS`),
+  where its runtime would otherwise call every operation of a loop's body separately at every
+  iteration. The packet engine's event loops are such loops of many small operations: a run
+  takes about three quarters of the time, with the same outputs bit for bit; the DDE kernels
+  take the same time and give the same numbers (benchmarks/RESULTS.md, "Sixth pass"). XLA takes
+  this only as a process-wide flag (``XLA_FLAGS``), read when its first backend starts, so it is
+  added there at import if JAX has not started one yet; an ``XLA_FLAGS`` that already names
+  ``xla_backend_extra_options`` is left as it is (set ``FLUIDCC_HOIST_LOOPS=0`` to leave it out).
 """
 
 from __future__ import annotations
@@ -28,7 +36,31 @@ import os
 import jax
 
 
+#: XLA's CPU option (a backend extra option) under which a loop whose buffers XLA counts below
+#: this many bytes is compiled as one function: here every loop.
+HOIST_LOOPS = "xla_cpu_small_while_loop_byte_threshold=1000000000000"
+
+
+def _backends_started() -> bool:
+    try:
+        from jax._src import xla_bridge
+        return bool(xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):
+        return True  # cannot tell: leave XLA's flags alone
+
+
+def hoist_loops() -> None:
+    """Add `HOIST_LOOPS` to ``XLA_FLAGS`` (see the module docstring) where that can still take effect."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if os.environ.get("FLUIDCC_HOIST_LOOPS", "1") == "0" or "xla_backend_extra_options" in flags:
+        return
+    if _backends_started():
+        return
+    os.environ["XLA_FLAGS"] = f"{flags} --xla_backend_extra_options={HOIST_LOOPS}".strip()
+
+
 def configure() -> None:
+    hoist_loops()
     jax.config.update("jax_enable_x64", True)
     cache = os.environ.get("FLUIDCC_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "fluidcc", "jax"))
     if cache and jax.config.jax_compilation_cache_dir is None:

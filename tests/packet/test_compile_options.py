@@ -57,3 +57,47 @@ def test_the_options_reach_the_packet_programs(monkeypatch, seeds, batch):
     network = Network((Link("l", 1000.0, 0.01),), (Flow("f", ("l",), access_delay_s=0.01),))
     with pytest.raises(Exception, match="xla_cpu_no_such_option_here"):
         simulate_exact(network, VCP(), duration_s=0.5, seeds=seeds, batch=batch)
+
+
+_PROBE = """
+import os, sys
+{before}
+import fluidcc, jax, jax.numpy as jnp
+loop = lambda x: jax.lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))[1]
+text = jax.jit(loop).lower(jnp.ones(100_000)).compile().as_text()
+print(os.environ.get("XLA_FLAGS", ""))
+print("hoisted" if "xla_cpu_small_call" in text else "not hoisted")
+"""
+
+
+def _probe(env_changes: dict, before: str = "") -> tuple[str, str]:
+    """A new process that imports fluidcc (after `before`) and compiles a loop over 100 000 numbers
+    (far above XLA's own threshold for loops it compiles as one function): its XLA_FLAGS and
+    whether the loop was compiled as one function."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "FLUIDCC_HOIST_LOOPS")}
+    env.update(env_changes)
+    out = subprocess.run([sys.executable, "-c", _PROBE.format(before=before)], env=env, check=True,
+                         capture_output=True, text=True).stdout.strip().splitlines()
+    return out[-2] if len(out) > 1 else "", out[-1]
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the option is a CPU's")
+def test_importing_fluidcc_has_xla_compile_every_loop_as_one_function():
+    flags, hoisted = _probe({})
+    assert _jax_setup.HOIST_LOOPS in flags and hoisted == "hoisted"
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the option is a CPU's")
+@pytest.mark.parametrize("env, before", [
+    ({"FLUIDCC_HOIST_LOOPS": "0"}, ""),
+    ({"XLA_FLAGS": "--xla_backend_extra_options=xla_cpu_disable_loop_unrolling"}, ""),
+    ({}, "import jax.numpy as jnp; jnp.ones(2).block_until_ready()"),
+], ids=["turned off", "the user's extra options", "a backend already started"])
+def test_xla_flags_are_left_alone_where_asked_or_too_late(env, before):
+    flags, hoisted = _probe(env, before)
+    assert _jax_setup.HOIST_LOOPS not in flags and hoisted == "not hoisted"
+    assert flags == env.get("XLA_FLAGS", "")
