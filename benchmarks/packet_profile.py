@@ -27,7 +27,7 @@ the optimized program XLA compiles (dumped by a child process of this script) is
 operations that one execution of each of these executes are counted: an iteration of the senders'
 loop; a link event, where a link takes its events one by one (routers, capacity schedules); and,
 where a link takes a round in one vectorized pass, the round's own operations (a loop inside it
-counted once), a pass of its admission (one per drop, plus one) and a packet it takes one by one
+counted once), a pass of its admission (one per drop, plus one per `ADMISSION_WINDOW` packets) and a packet it takes one by one
 at a receiver. Counted: every instruction of the body but parameters, tuples, constants and
 bitcasts; of a branch, the larger side; the engine names the bodies with JAX name scopes. On a
 CPU the XLA runtime calls each such operation separately, so their number sets much of the cost

@@ -97,6 +97,28 @@ def test_short_flows_with_losses_are_the_same_in_both_passes(monkeypatch, conser
     conserved(vector)
 
 
+@pytest.mark.parametrize("window", [1, 3, 1024])
+def test_the_admission_s_window_changes_no_output(monkeypatch, window):
+    """A pass of a round's admission ends at its first drop or after `ADMISSION_WINDOW` packets:
+    with windows of 1 and 3 packets (passes end inside every burst of drops and between them) and
+    of a whole chunk (one pass per drop, plus one), the short flows with losses of the test above
+    give the engine's outputs at its own window, only in more or fewer passes."""
+    network = bottleneck()
+    table = PoissonArrivals.for_load(0.95, Pareto(1.2, 12.0), C, duration_s=3.0, seed=11).table()
+    tcp = TCPThatSumsItsACKs(initial_window=4)
+    monkeypatch.setattr(_run_exact, "_CACHE", {})
+    own = simulate_exact(network, tcp, table, duration_s=3.0)
+    with monkeypatch.context() as patch:
+        patch.setattr(exact, "ADMISSION_WINDOW", window)
+        patch.setattr(_run_exact, "_CACHE", {})
+        other = simulate_exact(network, tcp, table, duration_s=3.0)
+    assert_identical(own, other)
+    drops = int(own.link_dropped.sum())
+    assert drops > 20 and int(other.work_link_passes.sum()) >= drops
+    if window == 1:  # a pass per packet
+        assert int(other.work_link_passes.sum()) == int(other.work_link_iterations.sum())
+
+
 def test_long_flows_in_both_directions_are_the_same_in_both_passes(monkeypatch, conserved):
     """Data over two links, ACKs through links, a run that ends with packets in flight; and with
     a capacity schedule on one link (that link event by event, the others in one pass)."""

@@ -640,7 +640,8 @@ class Work(_Record):
     iterations of their loop (each takes up to one event and sends up to `SENDS_PER_ITERATION`
     packets per lane), rounds of the link stages (a round sorts a chunk of a link's events) and
     their iterations (one event each: a packet or a router timer); of the rounds taken in one
-    vectorized pass (`fifo_links`), the passes of their admission (one per drop, plus one) and the
+    vectorized pass (`fifo_links`), the passes of their admission (one per drop, plus one per
+    `ADMISSION_WINDOW` packets) and the
     packets they took at their receiver one by one."""
 
     steps: jax.Array
@@ -750,6 +751,10 @@ def _arrival_in_order(rx: Receivers, f, n_flows: int, valid, seq) -> _Arrival:
                     start=zero, end=zero, duplicate=valid & (seq < old), discarded=zero, change=zero)
 
 
+#: Packets a pass of a vectorized link round's admission takes at most (`_link_round_fifo`): a
+#: pass ends at the first drop or after this many, so its work follows the packets it decides,
+#: not the round's chunk.
+ADMISSION_WINDOW = 64
 #: The narrowest prefix of a lane's row a search covers (`_search_widths`).
 SEARCH_BASE = 64
 
@@ -1520,8 +1525,9 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         exact): leave_i = D_i + max(free, max over j <= i of a_j - D_{j-1}), D the running sum of
         the service times. A packet is dropped where the link is busy at its arrival and `buffer`
         packets wait (those of the ring, admitted before the round, and the round's admitted
-        before it). The pass takes every packet as admitted, finds the first that is not, keeps
-        what comes before it and goes on after it: a pass per drop, plus one.
+        before it). A pass takes the next `ADMISSION_WINDOW` packets as admitted, finds the first that
+        is not, keeps what comes before it and goes on after it: a pass per drop, plus one per
+        window of packets without one.
 
         Receivers: a flow's data of the round that each come next -- the next expected where the
         flow holds no out-of-order data, else the end of the highest run it holds (data above a
@@ -1547,33 +1553,65 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         line_before = links.ring[l, (acc0 + jnp.arange(R)) % R]
         waiting_before = R - jnp.searchsorted(line_before, a, side="right").astype(jnp.int32)
         low = jnp.iinfo(jnp.int64).min // 4
+        high = jnp.iinfo(jnp.int64).max // 4
+        W = ADMISSION_WINDOW
+        pad = lambda x, fill: jnp.concatenate([x, jnp.full(W, fill, x.dtype)])  # noqa: E731
+        arrival_p, service_p, waiting_p = pad(arrival, 0), pad(service, 0), pad(waiting_before, 0)
+        k = jnp.arange(W)
+
+        def window(x, i0):
+            return jax.lax.dynamic_slice(x, (i0,), (W,))
 
         def admit(state):
-            i0, free_t, accept, drop, begin, leave, _, passes = state
-            m = valid & (i >= i0)
-            d = jnp.where(m, service, 0)
+            """One pass over the window of W packets from i0: each taken as admitted up to the first
+            that finds the link busy and `buffer` packets waiting (dropped); the next pass starts
+            after it (or after the window). A packet's waiting count takes the ring's packets still
+            waiting at its arrival and the round's admitted before it whose service begins after
+            its arrival: those from `later` on, `later` the first whose service begins after it
+            (service begins in admission order, so `line`, their running maximum, is sorted)."""
+            i0, free_t, line_last, accept, drop, begin, leave, line, before, passes = state
+            idx = i0 + k
+            m = idx < n
+            arr, d = window(arrival_p, i0), jnp.where(m, window(service_p, i0), 0)
             total = jnp.cumsum(d)
-            leave_m = total + jnp.maximum(free_t, jax.lax.cummax(jnp.where(m, arrival - (total - d), low)))
+            leave_m = total + jnp.maximum(free_t, jax.lax.cummax(jnp.where(m, arr - (total - d), low)))
             begin_m = leave_m - d
-            taken = accept | m
-            line = jax.lax.cummax(jnp.where(taken, jnp.where(m, begin_m, begin), low))
-            later = jnp.searchsorted(line, arrival, side="right")  # the first admitted that begins after
-            before = jnp.cumsum(taken, dtype=jnp.int32) - taken
-            waiting = waiting_before + before - before[jnp.minimum(later, i)]
-            dropped = m & (begin_m > arrival) & (waiting >= buffer[l])
+            line_w = jax.lax.cummax(jnp.maximum(line_last, jnp.where(m, begin_m, low)))
+            # the first admitted whose service begins after the arrival: among those before the
+            # window (`line` past i0 is `high`), else in the window
+            earlier = jnp.searchsorted(line, arr, side="right").astype(i0.dtype)
+            later = jnp.where(earlier < i0, earlier, i0 + jnp.searchsorted(line_w, arr, side="right"))
+            before_at = jnp.where(later < i0, before[jnp.minimum(later, i0)], before[i0] + (jnp.minimum(later, idx) - i0))
+            waiting = window(waiting_p, i0) + (before[i0] + k) - before_at
+            dropped = m & (begin_m > arr) & (waiting >= buffer[l])
             found = jnp.any(dropped)
-            first = jnp.where(found, jnp.argmax(dropped), S)
-            keep = m & (i < first)
+            first = jnp.where(found, jnp.argmax(dropped), W)
+            keep = m & (k < first)
             free_t = jnp.where(jnp.any(keep), jnp.max(jnp.where(keep, leave_m, low)), free_t)
-            return (first + 1, free_t, accept | keep, drop | (i == first), jnp.where(keep, begin_m, begin),
-                    jnp.where(keep, leave_m, leave), found, passes + 1)
+            # what the next pass reads: the admitted's line up to the dropped one (which carries the
+            # line on), `high` past it; the admitted before each index
+            line_k = jax.lax.cummax(jnp.maximum(line_last, jnp.where(keep, begin_m, low)))
+            line = jax.lax.dynamic_update_slice(line, jnp.where(k <= first, line_k, high), (i0,))
+            kept = jnp.sum(keep, dtype=jnp.int32)
+            before = jax.lax.dynamic_update_slice(before, before[i0] + jnp.minimum(k + 1, kept).astype(jnp.int32),
+                                                  (i0 + 1,))
+            upd = lambda full, part: jax.lax.dynamic_update_slice(  # noqa: E731
+                full, jnp.where(keep, part, window(full, i0)), (i0,))
+            accept = upd(accept, jnp.ones(W, bool))
+            begin, leave = upd(begin, begin_m), upd(leave, leave_m)
+            drop = drop.at[jnp.where(found, i0 + first, S + W)].set(True, mode="drop")
+            line_last = jnp.where(found | jnp.any(keep), line_k[jnp.minimum(first, W - 1)], line_last)
+            nxt = jnp.where(found, i0 + first + 1, i0 + W)
+            return (nxt, free_t, line_last, accept, drop, begin, leave, line, before, passes + 1)
 
-        none = jnp.zeros(S, bool)
-        ticks = jnp.zeros(S, jnp.int64)
-        state = (jnp.asarray(0, i.dtype), jnp.round(links.free_at[l] / g).astype(jnp.int64), none, none, ticks, ticks,
-                 jnp.asarray(True), jnp.asarray(0, jnp.int32))
-        _, free_t, accept, drop, begin, leave, _, passes = jax.lax.while_loop(lambda state: state[-2],
-                                                                               _scoped("link_admission", admit), state)
+        none = jnp.zeros(S + W, bool)
+        ticks = jnp.zeros(S + W, jnp.int64)
+        state = (jnp.asarray(0, i.dtype), jnp.round(links.free_at[l] / g).astype(jnp.int64), jnp.asarray(low),
+                 none, none, ticks, ticks, jnp.full(S + W, high), jnp.zeros(S + W + 1, jnp.int32),
+                 jnp.asarray(0, jnp.int32))
+        _, free_t, _, accept, drop, begin, leave, _, _, passes = jax.lax.while_loop(
+            lambda state: state[0] < n, _scoped("link_admission", admit), state)
+        accept, drop, begin, leave = accept[:S], drop[:S], begin[:S], leave[:S]
         begin, leave = begin.astype(jnp.float64) * g, leave.astype(jnp.float64) * g
         n_accepted = jnp.sum(accept, dtype=jnp.int32)
         # the link's row: counts, busy time (terms on the grid, summed exactly, then the one packet
