@@ -156,7 +156,7 @@ def scaling(args, clock, sizes_kind: str) -> dict:
                          "wall_per_simulated_s": timing["run_s"] / duration, **work_of(run)})
             print(f"scaling, {sizes_kind} sizes, {label}: {duration:g} s, {len(table)} flows ({rows[-1]['finished']} finished): "
                   f"{rows[-1]['wall_per_simulated_s']:.4f} wall s per simulated s (lanes {rows[-1]['lanes']}, "
-                  f"peak {rows[-1]['lanes_peak']}); per simulated s, sender iterations "
+                  f"peak {rows[-1]['lanes_peak']}, {rows[-1]['attempts']} attempt(s)); per simulated s, sender iterations "
                   f"{rows[-1]['work_sender_iterations'] / duration:.0f}, link iterations "
                   f"{rows[-1]['work_link_iterations'] / duration:.0f}", flush=True)
         change = rows[1]["wall_per_simulated_s"] / rows[0]["wall_per_simulated_s"] - 1.0

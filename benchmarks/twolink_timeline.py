@@ -47,7 +47,7 @@ def main() -> int:
     parser.add_argument("--seed-list", default=None, help="these seeds (comma-separated) instead of 1..--seeds")
     parser.add_argument("--stagger", type=float, default=0.0, help="seconds between the long flows' starts")
     parser.add_argument("--receiver-runs", type=int, default=None,
-                        help="out-of-order runs each fluidcc receiver keeps (default: the engine's, receiver_runs_for)")
+                        help="places for out-of-order runs, shared out among the lanes (default: the engine's, receiver_runs_for)")
     parser.add_argument("--fixed-ack-delay", action="store_true",
                         help="ACKs return over a fixed delay, not across the links' reverses as in ns-3")
     add_mss_option(parser)

@@ -17,7 +17,7 @@
   runs of 20 s took 0.7-1.1 times as long as with XLA's defaults, and the runs compared had the same
   packets, events and counts (a router's series may differ in its last bit: the emitters sum in
   other orders; benchmarks/RESULTS.md, "Fifth pass: compile options"). Per program, not global:
-  the DDE kernels keep XLA's defaults.
+  the DDE kernels keep XLA's emitters.
 * On a CPU, XLA compiles each loop (``while``) into one function of its own (`HOIST_LOOPS`),
   where its runtime would otherwise call every operation of a loop's body separately at every
   iteration. The packet engine's event loops are such loops of many small operations: a run
@@ -26,6 +26,9 @@
   this only as a process-wide flag (``XLA_FLAGS``), read when its first backend starts, so it is
   added there at import if JAX has not started one yet; an ``XLA_FLAGS`` that already names
   ``xla_backend_extra_options`` is left as it is (set ``FLUIDCC_HOIST_LOOPS=0`` to leave it out).
+  The flag is process-wide: the user's own JAX code on the CPU and child processes that inherit
+  the environment get it too. (Extra options given through ``--flagfile`` are not seen here and
+  would be replaced.)
 """
 
 from __future__ import annotations

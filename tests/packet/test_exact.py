@@ -337,6 +337,6 @@ def test_the_receivers_store_is_sized_from_the_links_that_carry_data():
     plan_two = Plan.build(two_way, routes, 40.0)
     assert plan_two.reverse_length[0] == 1 and plan_one.reverse_length[0] == 0  # ACKs over "ba", or a delay
     held = 500 + C * 0.02  # the data link's buffer and what is on its wire
-    per_lane = 1 << math.ceil(math.log2(held))  # a lane's share: what the links can hold
+    per_lane = 1 << math.ceil(math.log2(4 * held))  # a lane's share: four places per packet the links hold
     assert receiver_runs_for(plan_two) == receiver_runs_for(plan_one) == per_lane
     assert receiver_runs_for(plan_one, lanes=3) == 3 * per_lane

@@ -162,6 +162,24 @@ def test_receivers_keep_every_hole_by_default_and_a_run_that_discards_says_so(mo
             simulate_exact(network, TCP(), table, duration_s=1.0, receiver_runs=bad)
 
 
+def test_a_default_share_too_small_for_one_of_two_lanes_grows_and_changes_nothing(monkeypatch):
+    """Two flows overshoot a 20-packet buffer in slow start, each holding runs in its own lane's
+    share of the store. A default share of 4 places is too small: the store grows (x4, each lane's
+    share with it) until no lane discards, and the runs are the same as with room from the start;
+    given, the same total discards data and says so."""
+    network = Network((Link("l", 1000.0, 0.05, buffer_packets=20),), (Flow("f", ("l",), interface_pps=1e4),))
+    table = FlowTable(np.array([0.0, 0.01]), np.array([np.inf, np.inf]), route=np.array([0, 0]))
+    kept = simulate_exact(network, TCP(), table, duration_s=3.0)
+    assert int(kept.status[0]) == 0 and kept.attrs["lanes"] == 2 and int(kept.receiver_runs_peak[0]) > 8
+    monkeypatch.setattr(_run_exact, "receiver_runs_for", lambda plan, lanes=1: 4 * lanes)
+    grown = simulate_exact(network, TCP(), table, duration_s=3.0)
+    assert grown.attrs["attempts"] >= 2 and grown.attrs["receiver_runs"] >= 4 * 8 and int(grown.status[0]) == 0
+    for name in ("sent", "delivered", "dropped", "received", "finish", "receiver_runs_peak"):
+        np.testing.assert_array_equal(grown[name].values, kept[name].values)
+    few = simulate_exact(network, TCP(), table, duration_s=3.0, receiver_runs=8)
+    assert int(few.status[0]) == 4 and int(few.discarded.sum()) > 0
+
+
 @settings(deadline=None, max_examples=30)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 11)), min_size=1, max_size=60), st.booleans(),
        st.sampled_from([1, 2, 64]))
@@ -188,10 +206,13 @@ def test_the_store_of_runs_is_each_receiver_s_set_of_packets(arrivals, branch, b
                    top_at=jnp.zeros(n_flows, jnp.int32), reach=jnp.zeros(n_flows, jnp.int32))
     exact.SEARCH_BASE = base
     try:
-        step = jax.jit(lambda rx, f, seq: _receive_one(rx, f, n_flows, jnp.asarray(True), seq, branch=branch))
-        step(rx, jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32))  # traced with these widths
+        _check_the_store(rx, arrivals, branch, n_flows)
     finally:
         exact.SEARCH_BASE = 64
+
+
+def _check_the_store(rx, arrivals, branch, n_flows):
+    step = jax.jit(lambda rx, f, seq: _receive_one(rx, f, n_flows, jnp.asarray(True), seq, branch=branch))
     seen = [set() for _ in range(n_flows)]
     runs_peak = 0
     for f, seq in arrivals:

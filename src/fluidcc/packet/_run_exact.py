@@ -199,11 +199,12 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
         elif grow_runs and np.any(status == 4) and runs_per_lane(receiver_runs, lane_count) < MAX_RUNS_PER_LANE:
             receiver_runs = min(4 * int(receiver_runs), MAX_RUNS_PER_LANE * lane_count)
         elif grow_lanes and np.any(status == 5) and lane_count < width:
+            share = runs_per_lane(receiver_runs, lane_count)
             lane_count = min(2 * lane_count, width)  # twice, not four times: each lane costs every iteration
             if grow_pool:
                 pool = max(pool, pool_size_for(plan, lane_count))
-            if grow_runs:
-                receiver_runs = max(receiver_runs, receiver_runs_for(plan, lane_count))
+            if grow_runs:  # each lane keeps the share it had (the store grows with the lanes)
+                receiver_runs = max(share * lane_count, receiver_runs_for(plan, lane_count))
         else:
             break
     wall = time.perf_counter() - began

@@ -809,20 +809,22 @@ def _arrival_any(rx: Receivers, f, n_flows: int, valid, seq, width: int | None =
 
 def receiver_runs_for(plan: Plan, lanes: int = 1) -> int:
     """Places for runs of out-of-order data, shared out among the lanes of a run (`Receivers`):
-    per lane, the packets the links that carry data can hold at once (buffer plus what the
-    capacity puts on the wire in the propagation delay; links only on reverse routes carry ACKs
-    and make no hole), rounded up to a power of two, at least 64 (a search covers only the places a
-    flow has reached, so a large share costs memory, not time). A flow's runs are at most every
-    other packet of what it has in flight, but holes outlive the packets that made them (NewReno
-    repairs one per round trip), so this is a start, not a bound (one flow of a short-flow run at
-    load 0.9 held more than 1 024): a lane that needs more than its share
-    says so in its status (4), and `simulate_exact` then grows the store (50 TCP flows on a
-    1 500-packet dumbbell held 3 414 runs at once, a single flow more than 164)."""
+    per lane, four for every packet the links that carry data can hold at once (buffer plus what
+    the capacity puts on the wire in the propagation delay; links only on reverse routes carry
+    ACKs and make no hole), rounded up to a power of two, at least 64: what one store shared by
+    every flow held before the store was a row per lane, so no flow finds less room than it did
+    then. A lane's search covers only the places its flow has reached, so on a CPU a large share
+    costs memory (8 bytes a place), not time; a vmapped batch searches whole rows. A flow's runs
+    are at most every other packet of what it has in flight, but holes outlive the packets that
+    made them (NewReno repairs one per round trip), so this is a start, not a bound: a lane that
+    needs more than its share says so in its status (4), and `simulate_exact` then grows the
+    store (50 TCP flows on a 1 500-packet dumbbell held 3 414 runs at once, a single flow more
+    than 164; one flow of a short-flow run at load 0.5 over 200 s more than 2 048)."""
     capacity_pps = np.nanmax(plan.capacity_Bps, axis=1) / plan.data_bytes
     data = np.zeros(plan.n_links, bool)
     data[plan.route[plan.route >= 0]] = True
     held = float(np.sum((plan.buffer + capacity_pps * plan.propagation_s)[data]))
-    return int(lanes) * max(64, 1 << int(math.ceil(math.log2(max(held, 1.0)))))
+    return int(lanes) * max(64, 1 << int(math.ceil(math.log2(max(4.0 * held, 1.0)))))
 
 
 def runs_per_lane(receiver_runs: int, lanes: int) -> int:
