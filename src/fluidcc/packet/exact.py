@@ -1571,7 +1571,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             waiting at its arrival and the round's admitted before it whose service begins after
             its arrival: those from `later` on, `later` the first whose service begins after it
             (service begins in admission order, so `line`, their running maximum, is sorted)."""
-            i0, free_t, line_last, accept, drop, begin, leave, line, before, passes = state
+            i0, free_t, accept, drop, begin, leave, line, before, passes = state
+            line_last = jnp.where(i0 > 0, line[jnp.maximum(i0 - 1, 0)], low)  # the line up to the window
             idx = i0 + k
             m = idx < n
             arr, d = window(arrival_p, i0), jnp.where(m, window(service_p, i0), 0)
@@ -1602,16 +1603,14 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             accept = upd(accept, jnp.ones(W, bool))
             begin, leave = upd(begin, begin_m), upd(leave, leave_m)
             drop = drop.at[jnp.where(found, i0 + first, S + W)].set(True, mode="drop")
-            line_last = jnp.where(found | jnp.any(keep), line_k[jnp.minimum(first, W - 1)], line_last)
             nxt = jnp.where(found, i0 + first + 1, i0 + W)
-            return (nxt, free_t, line_last, accept, drop, begin, leave, line, before, passes + 1)
+            return (nxt, free_t, accept, drop, begin, leave, line, before, passes + 1)
 
         none = jnp.zeros(S + W, bool)
         ticks = jnp.zeros(S + W, jnp.int64)
-        state = (jnp.asarray(0, i.dtype), jnp.round(links.free_at[l] / g).astype(jnp.int64), jnp.asarray(low),
-                 none, none, ticks, ticks, jnp.full(S + W, high), jnp.zeros(S + W + 1, jnp.int32),
-                 jnp.asarray(0, jnp.int32))
-        _, free_t, _, accept, drop, begin, leave, _, _, passes = jax.lax.while_loop(
+        state = (jnp.asarray(0, i.dtype), jnp.round(links.free_at[l] / g).astype(jnp.int64), none, none, ticks,
+                 ticks, jnp.full(S + W, high), jnp.zeros(S + W + 1, jnp.int32), jnp.asarray(0, jnp.int32))
+        _, free_t, accept, drop, begin, leave, _, _, passes = jax.lax.while_loop(
             lambda state: state[0] < n, _scoped("link_admission", admit), state)
         accept, drop, begin, leave = accept[:S], drop[:S], begin[:S], leave[:S]
         begin, leave = begin.astype(jnp.float64) * g, leave.astype(jnp.float64) * g
