@@ -100,31 +100,28 @@ def test_two_way_traffic_with_a_capacity_schedule_does_not_depend_on_the_step(co
 def test_per_flow_series_add_up_to_each_flows_deliveries_and_change_nothing(protocol):
     """`flow_series`: each flow's data at its receiver per sample sums to its `delivered`, whether its
     links take rounds in one pass (TCP) or event by event (XCP's routers), with lanes reused by
-    later flows (short flows on fewer lanes than flows) and in a vmapped batch (TCP); its samples up
-    to 0.25 s add up to what a run that ends at 0.25 s delivered; the counts, FCTs and queues are
-    the same as without it (the vmapped batch's, as those of the runs one at a time without it:
-    one program fewer to compile, and the batch changes nothing either)."""
+    later flows (short flows on fewer lanes than flows); its samples up to 0.25 s add up to what a
+    run that ends at 0.25 s delivered; the counts, FCTs and queues are the same as without it. (In
+    a vmapped batch: `test_a_run_is_the_same_alone_and_batched_beside_another`.)"""
     network = dumbbell(1, buffer=60)
     proto = TCP(initial_window=4) if protocol == "tcp" else XCP()
     tables = [PoissonArrivals.for_load(0.4, Pareto(8.0, 1.2), C, duration_s=0.3, seed=seed).table() for seed in (3, 4)]
-    for batch in ("threads", "vmap") if protocol == "tcp" else ("threads",):
-        on = simulate_exact(network, proto, tables, seeds=[0, 1], duration_s=0.5, sample_s=0.025, pool_size=4 * POOL,
-                            lanes=300, batch=batch, flow_series=True)
-        assert (on.status == 0).all() and on.attrs["lanes"] < len(tables[0])
-        series = on.delivered_series
-        assert series.dims == ("run", "sample", "flow") and series.shape[1] == 20
-        np.testing.assert_array_equal(series.sum("sample").values, on.delivered.values)
-        if batch == "threads":  # the engine is deterministic: a run to 0.25 s is the longer run's beginning
-            # (20 samples of 0.0125 s: the program of `off` below, without compiling one more)
-            early = simulate_exact(network, proto, tables, seeds=[0, 1], duration_s=0.25, sample_s=0.0125,
-                                   pool_size=4 * POOL, lanes=300, batch=batch)
-            np.testing.assert_array_equal(series.values[:, :10].sum(axis=1), early.delivered.values)
-            assert early.delivered.values.sum() > 0
-        if batch == "threads":
-            off = simulate_exact(network, proto, tables, seeds=[0, 1], duration_s=0.5, sample_s=0.025,
-                                 pool_size=4 * POOL, lanes=300, batch=batch)
-            assert "delivered_series" not in off
-        _same({"on": on, "off": off})
+    on = simulate_exact(network, proto, tables, seeds=[0, 1], duration_s=0.5, sample_s=0.025, pool_size=4 * POOL,
+                        lanes=300, flow_series=True)
+    assert (on.status == 0).all() and on.attrs["lanes"] < len(tables[0])
+    series = on.delivered_series
+    assert series.dims == ("run", "sample", "flow") and series.shape[1] == 20
+    np.testing.assert_array_equal(series.sum("sample").values, on.delivered.values)
+    # the engine is deterministic: a run to 0.25 s is the longer run's beginning (20 samples of
+    # 0.0125 s: the program of `off` below, without compiling one more)
+    early = simulate_exact(network, proto, tables, seeds=[0, 1], duration_s=0.25, sample_s=0.0125,
+                           pool_size=4 * POOL, lanes=300)
+    np.testing.assert_array_equal(series.values[:, :10].sum(axis=1), early.delivered.values)
+    assert early.delivered.values.sum() > 0
+    off = simulate_exact(network, proto, tables, seeds=[0, 1], duration_s=0.5, sample_s=0.025,
+                         pool_size=4 * POOL, lanes=300)
+    assert "delivered_series" not in off
+    _same({"on": on, "off": off})
     with pytest.raises(ParameterError, match="flow_series"):
         simulate_exact(network, proto, tables[0], duration_s=0.1, flow_series="yes")
 
@@ -171,20 +168,26 @@ def test_runs_that_differ_in_length_and_sample_grid_share_one_program(monkeypatc
 def test_a_run_is_the_same_alone_and_batched_beside_another():
     """Instants that sit on whole packet times (1000 packets/s) are reached by sums that XLA may
     round differently in a batch than in one run; on the engine's time grid they are one value,
-    so a run's every per-flow figure is the same alone and beside another run."""
+    so a run's every per-flow figure is the same alone and beside another run, each flow's
+    deliveries per sample (`flow_series`) among them."""
     network = Network((Link("b", 1000.0, 0.05),), (Flow("f", ("b",)),))
     alone = PoissonArrivals.for_load(0.9, Pareto(1.2, 25.0), 1000.0, duration_s=3.0, seed=2).table()
     other = PoissonArrivals.for_load(0.5, Pareto(1.2, 25.0), 1000.0, duration_s=3.0, seed=2).table()
-    one = simulate_exact(network, TCP(), alone, duration_s=8.0, sample_s=1.0)
+    one = simulate_exact(network, TCP(), alone, duration_s=8.0, sample_s=1.0, flow_series=True)
     assert float(one.queue_mean.sum()) > 1.0 and np.isfinite(one.fct.values).all()  # queues, every flow done
     n = len(alone)
+    assert len(other) != n and int(one.delivered_series.sum()) == int(one.delivered.sum()) > 0
     # vmapped (a GPU's batches) and one run per thread (a CPU's)
     for batch in ("vmap", "threads"):
-        two = simulate_exact(network, TCP(), [alone, other], duration_s=8.0, sample_s=1.0, seeds=[0, 1], batch=batch)
+        two = simulate_exact(network, TCP(), [alone, other], duration_s=8.0, sample_s=1.0, seeds=[0, 1], batch=batch,
+                             flow_series=True)
         assert (one.status == 0).all() and (two.status == 0).all() and two.attrs["batch"] == batch
         for name, values in one.data_vars.items():
             if values.dims == ("run", "flow"):
                 np.testing.assert_array_equal(two[name].values[0, :n], values.values[0], err_msg=f"{name}, {batch}")
+            elif values.dims == ("run", "sample", "flow"):
+                np.testing.assert_array_equal(two[name].values[0, :, :n], values.values[0], err_msg=f"{name}, {batch}")
+                np.testing.assert_array_equal(two[name].values.sum(axis=1), two.delivered.values)
             elif values.dims[0] == "run" and not name.startswith("work_") and name not in ("lanes_peak",):
                 np.testing.assert_array_equal(two[name].values[0], values.values[0], err_msg=f"{name}, {batch}")
     with pytest.raises(ParameterError, match="batch"):

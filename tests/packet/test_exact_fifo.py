@@ -97,12 +97,13 @@ def test_short_flows_with_losses_are_the_same_in_both_passes(monkeypatch, conser
     conserved(vector)
 
 
-@pytest.mark.parametrize("window", [1, 3, 1024])
+@pytest.mark.parametrize("window", [1, 3])
 def test_the_admission_s_window_changes_no_output(monkeypatch, window):
     """A pass of a round's admission ends at its first drop or after `ADMISSION_WINDOW` packets:
-    with windows of 1 and 3 packets (passes end inside every burst of drops and between them) and
-    of a whole chunk (one pass per drop, plus one), the short flows with losses of the test above
-    give the engine's outputs at its own window, only in more or fewer passes."""
+    with windows of 1 and 3 packets (passes end inside every burst of drops and between them), the
+    short flows with losses of the test above give the engine's outputs at its own window, only in
+    more passes. (Each window is a program to compile: one of a whole chunk, one pass per drop, was
+    also the same when the windows came in.)"""
     network = bottleneck()
     table = PoissonArrivals.for_load(0.95, Pareto(1.2, 12.0), C, duration_s=3.0, seed=11).table()
     tcp = TCPThatSumsItsACKs(initial_window=4)
