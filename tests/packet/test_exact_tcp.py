@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fluidcc.errors import ParameterError
@@ -160,34 +160,32 @@ def test_receivers_keep_every_hole_by_default_and_a_store_too_small_grows_or_say
 
 
 @settings(deadline=None, max_examples=30)
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 11)), min_size=1, max_size=60), st.booleans(),
-       st.sampled_from([1, 2, 64]))
-def test_the_store_of_runs_is_each_receiver_s_set_of_packets(arrivals, branch, base):
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 15)), min_size=1, max_size=60), st.booleans(),
+       st.sampled_from([1, 3, 64]))
+# a flow whose runs fill its row (eight, every place), then are taken in from the top and the bottom
+@example([(0, k) for k in (15, 13, 11, 9, 7, 5, 3, 1, 14, 2, 12, 0, 8)], True, 3)
+@example([(1, k) for k in (1, 3, 5, 7, 9, 11, 13, 15, 10, 0, 4, 6, 2)] + [(2, 4), (2, 6)], True, 1)
+def test_the_store_of_runs_is_each_receiver_s_set_of_packets(arrivals, branch, block):
     """Data packets of three flows arrive in any order, repeats included, at receivers whose store
     of runs has a row per lane: after each arrival, each flow's next expected packet is the least
     it lacks, the packets it holds above that are what arrived there, repeats are counted as
     duplicates, the places in use are the runs (maximal stretches) of the held packets over all
     the flows, as counted per flow too, and the flow's highest run is where the store says; with
     the short path for in-order data (`branch`, one run) or without (a batch); the search over
-    prefixes of a row from `base` places up (1 and 2: prefixes of 1, 4 and 8 or of 2 and 8 places)."""
+    the prefix of a row the flow has reached in blocks of `block` places (1; 3, whose last block
+    of a row of 8 overlaps the one before; 64: the whole row at once)."""
     n_flows, places = 3, 8
-    widths = exact._search_widths(places)
-    exact.SEARCH_BASE = base
-    try:
-        assert exact._search_widths(places) == {1: [1, 4, 8], 2: [2, 8], 64: [8]}[base]
-    finally:
-        exact.SEARCH_BASE = 64
-    assert widths == [8]
     rx = Receivers(rcv_nxt=jnp.zeros(n_flows, jnp.int32), ts_recent=jnp.zeros(n_flows),
                    run_s=jnp.zeros((n_flows, places), jnp.int32), run_e=jnp.zeros((n_flows, places), jnp.int32),
                    held=jnp.asarray(0, jnp.int32), peak=jnp.asarray(0, jnp.int32),
                    runs_of=jnp.zeros(n_flows, jnp.int32), top_e=jnp.zeros(n_flows, jnp.int32),
                    top_at=jnp.zeros(n_flows, jnp.int32), reach=jnp.zeros(n_flows, jnp.int32))
-    exact.SEARCH_BASE = base
+    default = exact.SEARCH_BLOCK
+    exact.SEARCH_BLOCK = block
     try:
         _check_the_store(rx, arrivals, branch, n_flows)
     finally:
-        exact.SEARCH_BASE = 64
+        exact.SEARCH_BLOCK = default
 
 
 def _check_the_store(rx, arrivals, branch, n_flows):

@@ -702,18 +702,17 @@ def _receive_one(rx: Receivers, f, n_flows: int, valid, seq, branch: bool = True
     where the lane's row has no free place it is discarded (counted; the run's status says so).
     What the arrival does is worked out first (`_arrival_any`, a search of the lane's row; with
     `branch`, a packet below the next expected, or in order for a flow that holds no run, skips the
-    search, `_arrival_in_order`), then written (scalars out of the branch: the store is written in
-    place, never copied). n_flows: the lanes (a lane index at or past it changes nothing)."""
+    search, `_arrival_in_order`, and the search covers only the prefix of the row the flow has
+    reached, plus one free place, block by block), then written (scalars out of the branch: the
+    store is written in place, never copied). n_flows: the lanes (a lane index at or past it
+    changes nothing)."""
     f = jnp.asarray(f, jnp.int32)
     q = rx.run_s.shape[1]
     if branch:
-        # the search covers the prefix of the row the flow has reached, plus one free place
-        widths = _search_widths(q)
         need = jnp.minimum(rx.reach[jnp.minimum(f, rx.reach.shape[0] - 1)] + 1, q)
         easy = ~valid | (seq < rx.rcv_nxt[f]) | ((rx.runs_of[f] == 0) & (seq == rx.rcv_nxt[f]))
-        which = jnp.where(easy, 0, 1 + jnp.sum(jnp.asarray(widths[:-1]) < need))
-        arrival = jax.lax.switch(which, [_arrival_in_order] + [functools.partial(_arrival_any, width=w)
-                                                                for w in widths], rx, f, n_flows, valid, seq)
+        arrival = jax.lax.cond(easy, _arrival_in_order, functools.partial(_arrival_any, need=need),
+                               rx, f, n_flows, valid, seq)
     else:
         arrival = _arrival_any(rx, f, n_flows, valid, seq)
     lane = jnp.where(valid, f, n_flows)
@@ -755,53 +754,92 @@ def _arrival_in_order(rx: Receivers, f, n_flows: int, valid, seq) -> _Arrival:
 #: pass ends at the first drop or after this many, so its work follows the packets it decides,
 #: not the round's chunk.
 ADMISSION_WINDOW = 64
-#: The narrowest prefix of a lane's row a search covers (`_search_widths`).
-SEARCH_BASE = 64
+#: Places of a lane's row a search takes at a time (`_arrival_any`): a search covers the
+#: blocks up to the place its flow has reached, so its work follows the runs the flow holds.
+SEARCH_BLOCK = 64
 
 
-def _search_widths(q: int) -> list[int]:
-    """The prefixes of a row of q places a search may cover: `SEARCH_BASE` times 1, 4, 16, ...
-    below q, then q."""
-    widths, w = [], SEARCH_BASE
-    while w < q:
-        widths.append(w)
-        w *= 4
-    return widths + [q]
+class _Found(NamedTuple):
+    """What a search of places of a lane's row found for a data packet [s, e): whether the packet
+    is held already (dup); the first run that starts at e (above: its place a, its end); the first
+    that ends at s (below: its place b, its start); the first free place."""
+
+    dup: jax.Array
+    has_above: jax.Array
+    a: jax.Array
+    end_above: jax.Array
+    has_below: jax.Array
+    b: jax.Array
+    start_below: jax.Array
+    has_free: jax.Array
+    free: jax.Array
 
 
-def _arrival_any(rx: Receivers, f, n_flows: int, valid, seq, width: int | None = None) -> _Arrival:
+def _search(rx: Receivers, lane, valid, s, e, first, width: int) -> _Found:
+    """`_Found` among places first ... first + width - 1 of the lane's row."""
+    row_s = jax.lax.dynamic_slice(rx.run_s, (lane, first), (1, width))[0]
+    row_e = jax.lax.dynamic_slice(rx.run_e, (lane, first), (1, width))[0]
+    used = row_e > row_s
+    mine = valid & used
+    above, below, free = mine & (row_s == e), mine & (row_e == s), ~used
+    a, b, ff = (jnp.argmax(x).astype(jnp.int32) for x in (above, below, free))
+    return _Found(dup=jnp.any(mine & (row_s <= s) & (s < row_e)), has_above=above[a], a=first + a, end_above=row_e[a],
+                  has_below=below[b], b=first + b, start_below=row_s[b], has_free=free[ff], free=first + ff)
+
+
+def _first_of(earlier: _Found, later: _Found) -> _Found:
+    """What a search finds over two stretches of a row, `earlier` before `later`: the first of each."""
+    above = ~earlier.has_above & later.has_above
+    below = ~earlier.has_below & later.has_below
+    free = ~earlier.has_free & later.has_free
+    pick = lambda take, x, y: jnp.where(take, y, x)  # noqa: E731
+    return _Found(dup=earlier.dup | later.dup, has_above=earlier.has_above | later.has_above,
+                  a=pick(above, earlier.a, later.a), end_above=pick(above, earlier.end_above, later.end_above),
+                  has_below=earlier.has_below | later.has_below, b=pick(below, earlier.b, later.b),
+                  start_below=pick(below, earlier.start_below, later.start_below),
+                  has_free=earlier.has_free | later.has_free, free=pick(free, earlier.free, later.free))
+
+
+def _arrival_any(rx: Receivers, f, n_flows: int, valid, seq, need=None) -> _Arrival:
     """What data packet [s, s + 1) does at its receiver, in every case. The runs a flow holds are
     disjoint, do not touch and lie above its next expected packet, so a packet that is not a
     duplicate touches at most the run that ends at s and the run that starts at s + 1: in order, it
     takes the one above with it; ahead, it merges with both into one run, written where the one
-    above was (else the one below, else the first free place of the lane's row). width: the
-    places searched, a prefix of the row that holds all its runs and a free place (None: all)."""
+    above was (else the one below, else the first free place of the lane's row). need: the places
+    searched, a prefix of the row that holds all the flow's runs and a free place, in blocks of
+    `SEARCH_BLOCK` (the last block ends at the row's end; None: the whole row at once)."""
     q = rx.run_s.shape[1]
     none = jnp.asarray(q, jnp.int32)
     lane = jnp.minimum(f, rx.run_s.shape[0] - 1).astype(jnp.int32)
-    width = q if width is None else width
-    row_s = jax.lax.dynamic_slice(rx.run_s, (lane, jnp.int32(0)), (1, width))[0]
-    row_e = jax.lax.dynamic_slice(rx.run_e, (lane, jnp.int32(0)), (1, width))[0]
-    used = row_e > row_s
-    mine = valid & used
     old = rx.rcv_nxt[f]
     s, e = seq, seq + 1
-    duplicate = valid & ((s < old) | jnp.any(mine & (row_s <= s) & (s < row_e)))
+    if need is None or q <= SEARCH_BLOCK:
+        found = _search(rx, lane, valid, s, e, jnp.int32(0), q)
+    else:
+        width = SEARCH_BLOCK
+
+        def block(loop):
+            k, found = loop
+            first = jnp.minimum(k * width, q - width).astype(jnp.int32)  # the last block ends at the row's end
+            return k + 1, _first_of(found, _search(rx, lane, valid, s, e, first, width))
+
+        no, zero = jnp.asarray(False), jnp.asarray(0, jnp.int32)
+        nothing = _Found(dup=no, has_above=no, a=zero, end_above=zero, has_below=no, b=zero, start_below=zero,
+                         has_free=no, free=zero)
+        _, found = jax.lax.while_loop(lambda loop: loop[0] * width < need, block, (zero, nothing))
+    duplicate = valid & ((s < old) | found.dup)
     in_order = valid & (s == old)
     ahead = valid & (s > old) & ~duplicate
-    above, below = mine & (row_s == e), mine & (row_e == s)
-    a, b = jnp.argmax(above).astype(jnp.int32), jnp.argmax(below).astype(jnp.int32)
-    has_a, has_b = (in_order | ahead) & above[a], ahead & below[b]
-    free = ~used
-    first_free = jnp.argmax(free).astype(jnp.int32)
-    write = ahead & (has_a | has_b | free[first_free])
-    start = jnp.where(has_b, row_s[b], s)
-    end = jnp.where(has_a, row_e[a], e)
+    a, b = found.a, found.b
+    has_a, has_b = (in_order | ahead) & found.has_above, ahead & found.has_below
+    write = ahead & (has_a | has_b | found.has_free)
+    start = jnp.where(has_b, found.start_below, s)
+    end = jnp.where(has_a, found.end_above, e)
     touched = has_a.astype(jnp.int32) + has_b.astype(jnp.int32)  # runs taken in, or merged and written again
     return _Arrival(rcv_nxt=jnp.where(in_order, end, old),
                     free_1=jnp.where(in_order & has_a, a, none),
                     free_2=jnp.where(ahead & has_a & has_b, b, none),
-                    write_at=jnp.where(write, jnp.where(has_a, a, jnp.where(has_b, b, first_free)), none),
+                    write_at=jnp.where(write, jnp.where(has_a, a, jnp.where(has_b, b, found.free)), none),
                     start=start, end=end, duplicate=duplicate,
                     discarded=jnp.where(ahead & ~write, end - start, 0).astype(jnp.int32),
                     change=write.astype(jnp.int32) - touched)
@@ -1305,8 +1343,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             # the senders that are ready put packets on the wire (those ready before, whose state
             # and instant the event left alone, and those the event made ready), up to
             # SENDS_PER_ITERATION each at this instant (what the next iterations would do first)
-            for _ in range(SENDS_PER_ITERATION):
-                proto, pool, top, counters, status = put_on_wire(proto, pool, top, counters, status)
+            proto, pool, top, counters, status = jax.lax.fori_loop(
+                0, SENDS_PER_ITERATION, lambda _, sends: put_on_wire(*sends), (proto, pool, top, counters, status))
             status = jnp.where(active & (iterations >= MOST_ACTIONS), 2, status)
             c = c.replace(pool=pool, free=FreeSlots(stack=free_stack, top=top), proto=proto, counters=counters,
                           status=status)
