@@ -133,8 +133,22 @@ BINS_IN = 5
 CHUNK = 1024
 #: The largest ring (places) whose waiting packets are counted by a scan rather than a bisection.
 RING_SCAN = 1 << 13
-#: Lanes the senders' stage moves together (the busy lanes of a round, a block at a time).
+#: Lanes the senders' stage moves together (the busy lanes of a round, a block at a time), on a
+#: CPU (`CPU_SENDER_BLOCK`) and elsewhere. A block's loop runs until its busiest lane has taken
+#: all its events, and a round's events are far from even among the lanes (a TCP flow's window
+#: comes back in a burst: on the 50-flow dumbbell a round's busiest lane had a third of its ACKs,
+#: an iteration of 64 lanes moved 3 of them on average). On a CPU an iteration's cost follows its
+#: lanes, so one lane at a time costs only the events there are: the 50-flow dumbbell's 10 s in
+#: 0.50 s against 1.20 s with 64, short flows at load 0.5 and 0.9 over 25 s in 0.71 s and 1.16 s
+#: against 1.81 s and 2.92 s, every output the same (benchmarks/RESULTS.md, "Seventh pass"). A
+#: GPU runs an iteration's lanes side by side and keeps wide blocks.
 SENDER_BLOCK = 64
+CPU_SENDER_BLOCK = 1
+
+
+def sender_block() -> int:
+    """The lanes the senders' stage moves together on the default backend (`SENDER_BLOCK`)."""
+    return CPU_SENDER_BLOCK if jax.default_backend() == "cpu" else SENDER_BLOCK
 #: Packets a sender may put on the wire in one iteration of the senders' loop (at one instant, one
 #: after another through its interface: a window that opens by two at an ACK, a burst).
 SENDS_PER_ITERATION = 2
@@ -636,9 +650,9 @@ class EngineState(_Record):
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class Work(_Record):
-    """What a run's engine did (the profile's units): steps, rounds of the senders' stage and the
-    iterations of their loop (each takes up to one event and sends up to `SENDS_PER_ITERATION`
-    packets per lane), rounds of the link stages (a round sorts a chunk of a link's events) and
+    """What a run's engine did (the profile's units): steps, rounds of the senders' stage (one per
+    block of lanes, `sender_block`) and the iterations of their loops (each takes up to one event
+    and sends up to `SENDS_PER_ITERATION` packets per lane of the block), rounds of the link stages (a round sorts a chunk of a link's events) and
     their iterations (one event each: a packet or a router timer); of the rounds taken in one
     vectorized pass (`fifo_links`), the passes of their admission (one per drop, plus one per
     `ADMISSION_WINDOW` packets) and the
@@ -1236,11 +1250,11 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
 
     def _sender_blocks(c, t1, key_s, idx_s, begin, count, v, acks):
         """The senders' round over the lanes that have something to do before t1 (an ACK of the
-        chunk, an own event, a packet ready), `SENDER_BLOCK` lanes at a time: each lane's actions
+        chunk, an own event, a packet ready), `sender_block()` lanes at a time: each lane's actions
         depend on nothing of the others', so a round costs the busy lanes, not every lane."""
-        if F <= SENDER_BLOCK:
+        B = sender_block()
+        if F <= B:
             return _sender_round(c, t1, key_s, idx_s, begin, count, v, acks, rows, jnp.ones(F, bool))
-        B = SENDER_BLOCK
         clock = c.counters.clock
         busy = (count > 0) | (own_next(c.proto, v) < t1) | (protocol.ready(c.proto, params, v.flows, clock)
                                                             & (clock < t1))
