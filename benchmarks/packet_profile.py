@@ -59,7 +59,8 @@ from _packet_scenarios import network, shortflow_network
 HERE = Path(__file__).resolve().parent
 UNITS = ("steps", "sender_rounds", "sender_iterations", "sender_lane_iterations", "link_rounds", "link_iterations",
          "link_passes", "link_one_by_one")
-#: The counts the engine reports (work_*); sender_lane_iterations is sender_iterations times lanes.
+#: The counts the engine reports (work_*); sender_lane_iterations is sender_iterations times the
+#: lanes an iteration moves (a block of `fluidcc.packet.exact.sender_block()`, or all where fewer).
 COUNTED = ("steps", "sender_rounds", "sender_iterations", "link_rounds", "link_iterations", "link_passes",
            "link_one_by_one")
 
@@ -166,6 +167,7 @@ def main() -> int:
     parser.add_argument("--out", default=str(HERE / "packet_profile.json"))
     args = parser.parse_args()
     from fluidcc.packet import simulate_exact
+    from fluidcc.packet.exact import sender_block
 
     if args.dump_child:
         for name, net, protocol, table, options in configurations(args.seconds):
@@ -194,7 +196,8 @@ def main() -> int:
         assert (run.status == 0).all(), f"{name}: {run.message.values}"
         counts = {unit: int(run[f"work_{unit}"].values.max()) if args.batch > 1 else int(run[f"work_{unit}"].sum())
                   for unit in COUNTED}
-        counts["sender_lane_iterations"] = counts["sender_iterations"] * int(run.attrs["lanes"])
+        # an iteration moves a block of lanes (`sender_block`), or every lane where they are fewer
+        counts["sender_lane_iterations"] = counts["sender_iterations"] * min(int(run.attrs["lanes"]), sender_block())
         events = int(run.link_arrived.sum())
         rows.append({"name": name, "wall_s": wall, "first_call_s": first_wall, "compile_s": compile_s,
                      "link_arrivals": events, "lanes": int(run.attrs["lanes"]), **counts})
