@@ -198,7 +198,7 @@ def _check_the_store(rx, arrivals, branch, n_flows):
         seen[f].add(seq)
         runs = 0
         for g in range(n_flows):
-            expected = min(set(range(13)) - seen[g])
+            expected = min(set(range(17)) - seen[g])
             assert int(rx.rcv_nxt[g]) == expected
             row_s, row_e = np.asarray(rx.run_s)[g], np.asarray(rx.run_e)[g]
             mine = row_e > row_s

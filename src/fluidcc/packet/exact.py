@@ -136,12 +136,14 @@ RING_SCAN = 1 << 13
 #: Lanes the senders' stage moves together (the busy lanes of a round, a block at a time), on a
 #: CPU (`CPU_SENDER_BLOCK`) and elsewhere. A block's loop runs until its busiest lane has taken
 #: all its events, and a round's events are far from even among the lanes (a TCP flow's window
-#: comes back in a burst: on the 50-flow dumbbell a round's busiest lane had a third of its ACKs,
+#: comes back in a burst: on the 50-flow dumbbell a round took 254 iterations for some 790 ACKs,
 #: an iteration of 64 lanes moved 3 of them on average). On a CPU an iteration's cost follows its
 #: lanes, so one lane at a time costs only the events there are: the 50-flow dumbbell's 10 s in
 #: 0.50 s against 1.20 s with 64, short flows at load 0.5 and 0.9 over 25 s in 0.71 s and 1.16 s
 #: against 1.81 s and 2.92 s, every output the same (benchmarks/RESULTS.md, "Seventh pass"). A
-#: GPU runs an iteration's lanes side by side and keeps wide blocks.
+#: GPU runs an iteration's lanes side by side and keeps wide blocks. The lanes share the pool's
+#: free slots: where a run fills its pool (status 1) the width changes when and after what it
+#: stops; a default pool is then grown and the run simulated again, to the same outputs.
 SENDER_BLOCK = 64
 CPU_SENDER_BLOCK = 1
 
@@ -573,7 +575,7 @@ class Receivers(_Record):
     out among its lanes (Q = receiver_runs / lanes, rounded up): a packet's arrival searches its
     own flow's row only, so its cost follows that row, not the store of the whole run (a search
     over one store shared by every flow cost a third of a dumbbell run), and of that row only the
-    prefix the flow has reached, in widths of 64 times powers of four (`_receive_one`)."""
+    prefix the flow has reached, in blocks of `SEARCH_BLOCK` places (`_receive_one`)."""
 
     rcv_nxt: jax.Array
     ts_recent: jax.Array
