@@ -151,6 +151,8 @@ CPU_SENDER_BLOCK = 1
 def sender_block() -> int:
     """The lanes the senders' stage moves together on the default backend (`SENDER_BLOCK`)."""
     return CPU_SENDER_BLOCK if jax.default_backend() == "cpu" else SENDER_BLOCK
+
+
 #: Packets a sender may put on the wire in one iteration of the senders' loop (at one instant, one
 #: after another through its interface: a window that opens by two at an ACK, a burst).
 SENDS_PER_ITERATION = 2
@@ -654,10 +656,10 @@ class EngineState(_Record):
 class Work(_Record):
     """What a run's engine did (the profile's units): steps, rounds of the senders' stage (one per
     block of lanes, `sender_block`) and the iterations of their loops (each takes up to one event
-    and sends up to `SENDS_PER_ITERATION` packets per lane of the block), rounds of the link stages (a round sorts a chunk of a link's events) and
-    their iterations (one event each: a packet or a router timer); of the rounds taken in one
-    vectorized pass (`fifo_links`), the passes of their admission (one per drop, plus one per
-    `ADMISSION_WINDOW` packets) and the
+    and sends up to `SENDS_PER_ITERATION` packets per lane of the block), rounds of the link
+    stages (a round sorts a chunk of a link's events) and their iterations (one event each: a
+    packet or a router timer); of the rounds taken in one vectorized pass (`fifo_links`), the
+    passes of their admission (one per drop, plus one per `ADMISSION_WINDOW` packets) and the
     packets they took at their receiver one by one."""
 
     steps: jax.Array
