@@ -197,7 +197,8 @@ def main() -> int:
         counts = {unit: int(run[f"work_{unit}"].values.max()) if args.batch > 1 else int(run[f"work_{unit}"].sum())
                   for unit in COUNTED}
         # an iteration moves a block of lanes (`sender_block`), or every lane where they are fewer
-        counts["sender_lane_iterations"] = counts["sender_iterations"] * min(int(run.attrs["lanes"]), sender_block())
+        block = sender_block(batched=run.attrs["batch"] == "vmap" and args.batch > 1)
+        counts["sender_lane_iterations"] = counts["sender_iterations"] * min(int(run.attrs["lanes"]), block)
         events = int(run.link_arrived.sum())
         rows.append({"name": name, "wall_s": wall, "first_call_s": first_wall, "compile_s": compile_s,
                      "link_arrivals": events, "lanes": int(run.attrs["lanes"]), **counts})

@@ -148,9 +148,11 @@ SENDER_BLOCK = 64
 CPU_SENDER_BLOCK = 1
 
 
-def sender_block() -> int:
-    """The lanes the senders' stage moves together on the default backend (`SENDER_BLOCK`)."""
-    return CPU_SENDER_BLOCK if jax.default_backend() == "cpu" else SENDER_BLOCK
+def sender_block(batched: bool = False) -> int:
+    """The lanes the senders' stage moves together on the default backend (`SENDER_BLOCK`). A
+    vmapped batch keeps wide blocks on a CPU too: its loop over blocks runs while any run has a
+    block left, and JAX's batched loop selects the whole state between old and new at each pass."""
+    return CPU_SENDER_BLOCK if jax.default_backend() == "cpu" and not batched else SENDER_BLOCK
 
 
 #: Packets a sender may put on the wire in one iteration of the senders' loop (at one instant, one
@@ -1256,7 +1258,7 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         """The senders' round over the lanes that have something to do before t1 (an ACK of the
         chunk, an own event, a packet ready), `sender_block()` lanes at a time: each lane's actions
         depend on nothing of the others', so a round costs the busy lanes, not every lane."""
-        B = sender_block()
+        B = sender_block(batched=batch_axis is not None)
         if F <= B:
             return _sender_round(c, t1, key_s, idx_s, begin, count, v, acks, rows, jnp.ones(F, bool))
         clock = c.counters.clock
