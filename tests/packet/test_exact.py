@@ -10,11 +10,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fluidcc.errors import ParameterError
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet._run_exact import simulate_exact
-from fluidcc.packet.exact import DATA, ExactProtocol, Packet, on_grid
+from fluidcc.packet.exact import (DATA, LATEST_S, TIME_GRID_S, ExactProtocol, Packet, _grid_offsets,
+                                  _latest_fitting, _lex_order, on_grid)
 from fluidcc.packet.exact_protocols import TCP, XCP
 from fluidcc.packet.workloads import FlowTable, Pareto, PoissonArrivals
 
@@ -275,7 +278,7 @@ def test_bad_pool_sizes_and_durations_are_refused():
     for bad in (1, 0, 2.5, True, "64"):
         with pytest.raises(ParameterError, match="pool_size"):
             simulate_exact(dumbbell(1), TCP(), duration_s=0.1, pool_size=bad)
-    for bad in (0.0, -1.0, math.inf):
+    for bad in (0.0, -1.0, math.inf, 2.0 ** 20 + 1.0):
         with pytest.raises(ParameterError, match="duration"):
             simulate_exact(dumbbell(1), TCP(), duration_s=bad)
 
@@ -343,3 +346,51 @@ def test_the_receivers_store_is_sized_from_the_links_that_carry_data():
     per_lane = 1 << math.ceil(math.log2(4 * held))  # a lane's share: four places per packet the links hold
     assert receiver_runs_for(plan_two) == receiver_runs_for(plan_one) == per_lane
     assert receiver_runs_for(plan_one, lanes=3) == 3 * per_lane
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.data(), st.integers(1, 70), st.integers(1, 3))
+def test_a_chunk_is_put_in_the_order_of_one_stable_sort_by_all_its_keys(data, n, n_keys):
+    """`_lex_order` (one integer sort per key) against a stable sort by every key at once (NumPy's
+    lexsort): keys with many ties, and keys at the largest value they may take (2^(63 - bits),
+    bits those of n - 1), where a packing one bit too wide would overflow."""
+    top = 2 ** (63 - max(1, (n - 1).bit_length())) - 1
+    value = st.one_of(st.integers(0, 3), st.just(top), st.integers(0, top))
+    keys = [np.array(data.draw(st.lists(value, min_size=n, max_size=n)), dtype=np.int64) for _ in range(n_keys)]
+    order, last = _lex_order(tuple(jnp.asarray(k) for k in keys), n)
+    expected = np.lexsort((np.arange(n), *keys))  # lexsort: the last key the most significant
+    np.testing.assert_array_equal(np.asarray(order), expected)
+    np.testing.assert_array_equal(np.asarray(last), keys[-1][expected])
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.lists(st.one_of(st.integers(0, 40), st.integers(0, 2 ** 52 - 1), st.none()), min_size=1, max_size=40))
+def test_grid_offsets_keep_the_order_and_the_ties_of_the_times(steps):
+    """Times on the grid (whole grid steps, up to just below `LATEST_S`; None: inf, no event) and
+    their `_grid_offsets`: the same comparisons between every two, inf after every time, all
+    below 2^52 + 1."""
+    t = np.array([math.inf if k is None else k * TIME_GRID_S for k in steps])
+    assert np.all(t[np.isfinite(t)] < LATEST_S)
+    off = np.asarray(_grid_offsets(jnp.asarray(t)))
+    np.testing.assert_array_equal(off[:, None] < off[None, :], t[:, None] < t[None, :])
+    np.testing.assert_array_equal(off[:, None] == off[None, :], t[:, None] == t[None, :])
+    assert np.all((off >= 0) & (off <= 2 ** 52))
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.data(), st.integers(1, 12))
+def test_the_chunk_s_end_is_the_same_from_its_earliest_events_as_over_the_pool(data, most):
+    """Where more than `most` but at most 2 `most` events come before t1, `_latest_fitting` from the
+    (most+1)-th earliest gives the bisection over the whole pool's times to the bit, and it
+    leaves at most `most` events before it (times on a coarse grid: many ties; inf: free places;
+    some at or after t1)."""
+    t1 = 1.0
+    n_before = data.draw(st.integers(most + 1, 2 * most))
+    before = data.draw(st.lists(st.integers(0, 63), min_size=n_before, max_size=n_before))
+    after = data.draw(st.lists(st.sampled_from([1.0, 1.5, math.inf]), max_size=10))
+    key = np.array([k / 64 for k in before] + after)
+    key = key[np.asarray(data.draw(st.permutations(range(key.size))))]
+    pool = float(_latest_fitting(jnp.asarray(key), t1, most, "pool"))
+    earliest = float(_latest_fitting(jnp.asarray(key), t1, most, "earliest"))
+    assert earliest == pool
+    assert np.sum(key < earliest) <= most

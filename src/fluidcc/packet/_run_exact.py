@@ -130,6 +130,9 @@ def simulate_exact(network: Network, protocol, flows: FlowTable | Sequence[FlowT
     (bytes / data packet size); per run `status` (0: ok) and `message`.
     """
     duration = _check_positive("duration", duration_s, "a simulated time > 0 s")
+    if duration > exact.LATEST_S:
+        raise ParameterError("duration", duration_s, f"at most {exact.LATEST_S:.0f} s (2^20 s: the engine's time grid "
+                             "of 2^-32 s is exact below it)")
     seeds = np.atleast_1d(np.asarray(seeds))
     if seeds.size == 0 or seeds.dtype.kind not in "iu" or np.any(seeds < 0):
         raise ParameterError("seeds", seeds.tolist(), "one or more whole numbers >= 0")
