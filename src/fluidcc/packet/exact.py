@@ -1387,8 +1387,12 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
             now = jnp.where(act, event_t, now)
             pool = c.pool
             ack = jax.tree_util.tree_map(lambda field: field[at], acks)
+            # (`optimization_barrier`: the values of each stage of the iteration are computed once
+            # and kept; without it XLA computes them again inside each operation that reads them, and
+            # an iteration costs twice as much)
+            take_ack, take_own, now, ack, idx = jax.lax.optimization_barrier((take_ack, take_own, now, ack, idx))
             proto = protocol.on_ack(proto, params, v.flows, now, take_ack, ack)
-            proto = protocol.on_time(proto, params, v.flows, now, take_own)
+            proto = jax.lax.optimization_barrier(protocol.on_time(proto, params, v.flows, now, take_own))
             # the ACKs taken leave the pool
             free = c.free.pushed(idx, take_ack)
             free_stack, top = free.stack, free.top
@@ -1403,7 +1407,8 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
                 want = protocol.ready(proto, params, v.flows, now) & (now < t1) & active & ok
                 enough = top >= jnp.sum(want)
                 go = want & enough
-                proto, packet = protocol.send(proto, params, v.flows, now, go)
+                want, go = jax.lax.optimization_barrier((want, go))
+                proto, packet = jax.lax.optimization_barrier(protocol.send(proto, params, v.flows, now, go))
                 rank = jnp.cumsum(go) - go
                 slot = free_stack[jnp.clip(top - 1 - rank, 0, P - 1)]
                 top = top - jnp.sum(go, dtype=jnp.int32)
