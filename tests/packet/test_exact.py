@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fluidcc.errors import ParameterError
 from fluidcc.network import Flow, Link, Network
 from fluidcc.packet._run_exact import simulate_exact
-from fluidcc.packet.exact import (DATA, LATEST_S, TIME_GRID_S, ExactProtocol, Packet, _grid_offsets,
+from fluidcc.packet.exact import (DATA, LATEST_S, TIME_GRID_S, ExactProtocol, Packet, _first_set, _grid_offsets,
                                   _latest_fitting, _lex_order, on_grid)
 from fluidcc.packet.exact_protocols import TCP, XCP
 from fluidcc.packet.workloads import FlowTable, Pareto, PoissonArrivals
@@ -394,3 +394,18 @@ def test_the_chunk_s_end_is_the_same_from_its_earliest_events_as_over_the_pool(d
     earliest = float(_latest_fitting(jnp.asarray(key), t1, most, "earliest"))
     assert earliest == pool
     assert np.sum(key < earliest) <= most
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.lists(st.booleans(), min_size=1, max_size=300), st.integers(1, 140), st.data())
+def test_the_first_set_places_are_those_of_nonzero(mask, size, data):
+    """`_first_set` (64 places to a word) against NumPy: the first `size` true places in order, then
+    the fill; masks of any length (not a whole number of words), sparse, dense and all false."""
+    mask = np.array(mask)
+    if data.draw(st.booleans()):  # sparse: a few places set
+        mask &= np.arange(mask.size) % data.draw(st.integers(5, 70)) == 0
+    fill = data.draw(st.sampled_from([mask.size, 0, 7]))
+    found = np.asarray(_first_set(jnp.asarray(mask), size, fill))
+    places = np.flatnonzero(mask)[:size]
+    np.testing.assert_array_equal(found, np.concatenate([places, np.full(size - places.size, fill)]))
+    assert found.dtype == np.int32
