@@ -390,8 +390,9 @@ def test_the_chunk_s_end_is_the_same_from_its_earliest_events_as_over_the_pool(d
     after = data.draw(st.lists(st.sampled_from([1.0, 1.5, math.inf]), max_size=10))
     key = np.array([k / 64 for k in before] + after)
     key = key[np.asarray(data.draw(st.permutations(range(key.size))))]
-    pool = float(_latest_fitting(jnp.asarray(key), t1, most, "pool"))
-    earliest = float(_latest_fitting(jnp.asarray(key), t1, most, "earliest"))
+    first = float(np.min(key))
+    pool = float(_latest_fitting(jnp.asarray(key), first, t1, most, "pool"))
+    earliest = float(_latest_fitting(jnp.asarray(key), first, t1, most, "earliest"))
     assert earliest == pool
     assert np.sum(key < earliest) <= most
 

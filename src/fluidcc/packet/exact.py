@@ -141,14 +141,13 @@ def _first_set(mask, size: int, fill: int):
     return jnp.where(j < ends[-1], w * width + place.astype(jnp.int32), fill).astype(jnp.int32)
 
 
-def _latest_fitting(key, t1, most: int, how: str):
-    """Where more than `most` of the event times `key` (s, >= 0; inf: none) are before t1: the
-    latest time that leaves at most `most` of them before it, as a bisection over [min(key), t1)
+def _latest_fitting(key, first, t1, most: int, how: str):
+    """Where more than `most` of the event times `key` (s, >= 0; inf: none; `first` their least)
+    are before t1: the latest time that leaves at most `most` of them before it, as a bisection over [first, t1)
     finds it in 64 halvings. how="pool" counts the events before each midpoint; how="earliest"
     (at most 2 * most events before t1) takes the (most+1)-th earliest of them once, since at
     most `most` events are before a time exactly when that one is not: the same halvings, the
     same result, without a pass over `key` per halving."""
-    first = jnp.min(key)
     if how == "pool":
         fits = lambda mid: jnp.sum(key < mid) <= most  # noqa: E731
     else:
@@ -1286,10 +1285,10 @@ def simulate_events(protocol: ExactProtocol, plan: Plan, flows: Flows, params, k
         first = jnp.min(key)
         if batch_axis is None:  # one run: the bisection only where the events do not fit
             lo = jax.lax.cond(total <= S, lambda: t1,
-                              lambda: jax.lax.cond(total <= 2 * S, lambda: _latest_fitting(key, t1, S, "earliest"),
-                                                   lambda: _latest_fitting(key, t1, S, "pool")))
+                              lambda: jax.lax.cond(total <= 2 * S, lambda: _latest_fitting(key, first, t1, S, "earliest"),
+                                                   lambda: _latest_fitting(key, first, t1, S, "pool")))
         else:  # a batch would compute every side of a branch
-            lo = _latest_fitting(key, t1, S, "pool")
+            lo = _latest_fitting(key, first, t1, S, "pool")
         theta = jnp.where(total <= S, t1, lo)
         stuck = (total > S) & (theta <= first)
         taken = key < theta
