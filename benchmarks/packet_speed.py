@@ -24,9 +24,13 @@ Parts (`--part`, all by default):
   run's default lanes, then with one lane count for both (the larger default). Once with the
   Pareto sizes of the short flows (shape 1.2, mean 25: the load of a stretch of arrivals varies
   widely, so the 200 s hold more work per second than their first 50 s), once with exponential
-  sizes of the same mean (`--scaling-sizes`), whose load is steady: the engine's own cost per
-  simulated second apart from the workload's. Each run's work per simulated second beside it;
-  each run called `--scaling-repeats` times (3), its wall time the median call's.
+  sizes of the same mean, whose load is steadier, and once with the Pareto workload's first 50 s
+  of arrivals repeated four times (`--scaling-sizes`), where every 50 s offer the same flows and
+  the 200-s run differs from the 50-s run only in the flows already finished: the engine's own
+  cost per simulated second apart from the workload's. Each run's work per simulated second
+  beside it, and the change in wall time per senders' iteration; each run called
+  `--scaling-repeats` times (3; the calls of the 50-s and the 200-s run alternate), its wall time
+  the median call's.
 
 Run:
 
@@ -134,9 +138,18 @@ def scaling(args, clock, sizes_kind: str) -> dict:
     from fluidcc.packet.workloads import Exponential, FlowTable, Pareto, PoissonArrivals
 
     net = shortflow_network()
-    sizes = Pareto(1.2, 25.0) if sizes_kind == "pareto" else Exponential(25.0)
-    whole = PoissonArrivals.for_load(0.5, sizes, float(net.capacities_pps[0]), duration_s=200.0,
-                                     seed=1).table()
+    sizes = Exponential(25.0) if sizes_kind == "exponential" else Pareto(1.2, 25.0)
+    if sizes_kind == "pareto-repeated":
+        # the first 50 s of arrivals four times over: every 50 s of the 200 s offer the same flows,
+        # so only the flows already finished differ (the long flows of one stretch run on into the
+        # next, as in any run)
+        first = PoissonArrivals.for_load(0.5, sizes, float(net.capacities_pps[0]), duration_s=50.0,
+                                         seed=1).table()
+        whole = FlowTable(np.concatenate([first.start_s + 50.0 * k for k in range(4)]),
+                          np.tile(first.size_packets, 4), route=np.tile(first.route, 4))
+    else:
+        whole = PoissonArrivals.for_load(0.5, sizes, float(net.capacities_pps[0]), duration_s=200.0,
+                                         seed=1).table()
     tcp = TCP(initial_window=10, min_rto_s=1.0, mss_bytes=948)
     # the lanes of each run's own default, then the larger of the two for both (the default guess
     # grows with the busiest window of the table, which a longer table is more likely to hold)
@@ -148,15 +161,19 @@ def scaling(args, clock, sizes_kind: str) -> dict:
     out = {}
     for label, lanes in (("default lanes", None), (f"{fixed} lanes for both", fixed)):
         rows = []
+        # the calls of the two runs alternate, so that a drift of the machine's speed over the
+        # minute they take reaches both alike
+        calls = {duration: [] for duration in tables}
+        for _ in range(args.scaling_repeats):
+            for duration, table in tables.items():
+                calls[duration].append(fluidcc_call(lambda: simulate_exact(
+                    net, tcp, table, duration_s=duration, lanes=lanes, sample_s=duration / 1000.0), clock))
         for duration, table in tables.items():
-            calls = [fluidcc_call(lambda: simulate_exact(net, tcp, table, duration_s=duration, lanes=lanes,
-                                                         sample_s=duration / 1000.0), clock)
-                     for _ in range(args.scaling_repeats)]
-            run, timing = calls[0][0], dict(calls[0][1])
+            run, timing = calls[duration][0][0], dict(calls[duration][0][1])
             # the median call's run (compilation apart): the 50-s run takes well under a second,
             # where one reading moves by as much as the change to measure
-            timing["run_s"] = float(np.median([t["run_s"] for _, t in calls]))
-            timing["run_s_each"] = [t["run_s"] for _, t in calls]
+            timing["run_s"] = float(np.median([t["run_s"] for _, t in calls[duration]]))
+            timing["run_s_each"] = [t["run_s"] for _, t in calls[duration]]
             rows.append({"duration_s": duration, "flows": len(table), **timing, "status": int(run.status[0]),
                          "lanes": int(run.attrs["lanes"]), "lanes_peak": int(run.lanes_peak[0]),
                          "attempts": int(run.attrs["attempts"]), "finished": int(np.isfinite(run.fct.values).sum()),
@@ -167,8 +184,17 @@ def scaling(args, clock, sizes_kind: str) -> dict:
                   f"{rows[-1]['work_sender_iterations'] / duration:.0f}, link iterations "
                   f"{rows[-1]['work_link_iterations'] / duration:.0f}", flush=True)
         change = rows[1]["wall_per_simulated_s"] / rows[0]["wall_per_simulated_s"] - 1.0
-        print(f"scaling, {sizes_kind} sizes, {label}: 200 s against 50 s: {100 * change:+.1f} % wall per simulated second", flush=True)
-        out[label] = {"runs": rows, "change_pct": 100.0 * change}
+        # the workload's own change: its senders' iterations per simulated second (most of the cost)
+        work = {unit: (rows[1][f"work_{unit}"] / 200.0) / (rows[0][f"work_{unit}"] / 50.0) - 1.0
+                for unit in ("sender_iterations", "link_iterations")}
+        per_work = (1.0 + change) / (1.0 + work["sender_iterations"]) - 1.0
+        print(f"scaling, {sizes_kind} sizes, {label}: 200 s against 50 s: {100 * change:+.1f} % wall per simulated second; "
+              f"the work per simulated second {100 * work['sender_iterations']:+.1f} % (senders' iterations), "
+              f"{100 * work['link_iterations']:+.1f} % (link iterations); wall per senders' iteration "
+              f"{100 * per_work:+.1f} %", flush=True)
+        out[label] = {"runs": rows, "change_pct": 100.0 * change,
+                      "work_change_pct": {unit: 100.0 * x for unit, x in work.items()},
+                      "wall_per_sender_iteration_change_pct": 100.0 * per_work}
     return out
 
 
@@ -185,8 +211,10 @@ def main() -> int:
     parser.add_argument("--drain", type=float, default=20.0, help="short flows: seconds after the arrivals")
     parser.add_argument("--scaling-repeats", type=int, default=3,
                         help="scaling: calls of each run, the median's wall time taken")
-    parser.add_argument("--scaling-sizes", nargs="+", choices=("pareto", "exponential"),
-                        default=["pareto", "exponential"], help="scaling: the flow sizes of the workload")
+    parser.add_argument("--scaling-sizes", nargs="+", choices=("pareto", "exponential", "pareto-repeated"),
+                        default=["pareto", "exponential", "pareto-repeated"],
+                        help="scaling: the flow sizes of the workload (pareto-repeated: Pareto, the first 50 s "
+                             "of arrivals four times over)")
     parser.add_argument("--out", default=str(HERE / "packet_speed.json"))
     args = parser.parse_args()
     clock = CompileClock()
