@@ -33,10 +33,20 @@ bitcasts; of a branch, the larger side; the engine names the bodies with JAX nam
 CPU the XLA runtime calls each such operation separately, so their number sets much of the cost
 of an iteration (the size of their arrays the rest).
 
+Where a run's time goes, operation by operation (`--trace NAME`, e.g. "dumbbell 50 flows"): the
+configuration is compiled and run in a child process that dumps XLA's optimized program, then run
+once more under JAX's profiler (`jax.profiler.trace`). Each operation the XLA runtime calls at the
+program's top level is timed by the profiler; an operation's own time is its time less that of
+the operations it calls. Each is named by its kind and the engine's scope: that of its own source,
+or, for a loop or a call, the scope most of the instructions inside it carry (the senders'
+iteration, a link's round, its admission or its receivers). The table lists the operations by own
+time, with the calls per run, and sums them by kind (sorts, loops, the rest).
+
 Run:
 
     PYTHONPATH=src python benchmarks/packet_profile.py [--seconds 4] [--batch 1] [--out FILE]
     PYTHONPATH=src python benchmarks/packet_profile.py --ops
+    PYTHONPATH=src python benchmarks/packet_profile.py --trace "dumbbell 50 flows" --seconds 20
 """
 
 from __future__ import annotations
@@ -129,6 +139,79 @@ def _ops(computations, name: str) -> tuple[int, int]:
     return ops, copies
 
 
+def _own_times(trace_file: Path) -> tuple[collections.Counter, collections.Counter]:
+    """(own microseconds, calls) per operation name, from a profiler trace (perfetto JSON): an
+    event's own time is its duration less that of the events inside it on its thread."""
+    import gzip
+    import json
+
+    data = json.load(gzip.open(trace_file))
+    events = [e for e in (data["traceEvents"] if isinstance(data, dict) else data)
+              if e.get("ph") == "X" and not e["name"].startswith("$")]
+    threads = collections.defaultdict(list)
+    for e in events:
+        threads[(e["pid"], e["tid"])].append(e)
+    own, calls = collections.Counter(), collections.Counter()
+    for thread in threads.values():
+        thread.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []
+        for e in thread:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+                stack.pop()
+            if stack:
+                own[stack[-1]["name"]] -= e["dur"]
+            own[e["name"]] += e["dur"]
+            calls[e["name"]] += 1
+            stack.append(e)
+    return own, calls
+
+
+def _where(computations, line: str) -> str:
+    """The engine's scope of an instruction (its line of the dumped program): for one that calls
+    computations (a loop, a call), the scope of `SCOPES` most of their instructions carry."""
+    inside, seen, todo = collections.Counter(), set(), re.findall(r"(?:calls|to_apply|body|condition)=%?([\w.\-]+)", line)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in computations:
+            continue
+        seen.add(name)
+        for inner in computations[name]:
+            inside.update(scope for scope in SCOPES if f"/{scope}/" in inner)
+            todo.extend(re.findall(r"(?:calls|to_apply|body|condition|branch_computations=\{)=?%?([\w.\-]+)", inner))
+    if inside:
+        return f"loop: {inside.most_common(1)[0][0]}"
+    name = re.search(r'op_name="([^"]*)"', line)
+    return re.sub(r"(while/body/)+", "", name.group(1)).replace("jit(single)/", "") if name else ""
+
+
+def trace_ops(name: str, seconds: float) -> dict:
+    """Configuration `name` in a child process (`--trace-child`): its top-level operations by own
+    time under JAX's profiler, named from XLA's dumped program."""
+    with tempfile.TemporaryDirectory() as folder:
+        env = dict(os.environ, FLUIDCC_JAX_CACHE="",
+                   XLA_FLAGS=f"--xla_dump_to={folder}/dump --xla_dump_hlo_as_text --xla_dump_hlo_pass_re=NONE")
+        subprocess.run([sys.executable, __file__, "--trace-child", name, "--seconds", str(seconds), "--out",
+                        f"{folder}/trace"], env=env, check=True, capture_output=True)
+        dumps = sorted(Path(folder, "dump").glob("*cpu_after_optimizations.txt"), key=lambda p: p.stat().st_size)
+        text = dumps[-1].read_text()
+        own, calls = _own_times(next(Path(folder, "trace").rglob("perfetto_trace.json.gz")))
+    computations = _computations(text)
+    lines = {m.group(1): line for lines in computations.values() for line in lines
+             if (m := re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = ", line))}
+    rows = []
+    for op, us in own.items():
+        if op not in lines:
+            continue  # the runtime's own events, not the program's operations
+        # the kind follows the shape, which ends in "]", "}" or ")" (a tuple's, with comments inside)
+        kind = re.search(r"[\]})] ([a-z][\w\-]*)\(", lines[op])
+        shape = re.match(r"\s*(?:ROOT )?%?[\w.\-]+ = (\S+)", lines[op]).group(1)
+        rows.append({"op": op, "kind": kind.group(1) if kind else "?", "shape": shape[:40], "calls": calls[op],
+                     "own_s": us / 1e6, "where": _where(computations, lines[op])})
+    rows.sort(key=lambda r: -r["own_s"])
+    return {"configuration": name, "seconds": seconds, "ops": rows,
+            "total_s": sum(r["own_s"] for r in rows)}
+
+
 def loop_ops(name: str) -> dict:
     """Configuration `name` compiled in a child process that dumps XLA's optimized program; the
     operations per iteration of each loop of `SCOPES` (the body whose instructions carry its
@@ -164,6 +247,8 @@ def main() -> int:
                         help="how a call simulates its runs (simulate_exact's batch)")
     parser.add_argument("--ops", action="store_true", help="count the operations per iteration instead")
     parser.add_argument("--dump-child", help=argparse.SUPPRESS)  # --ops: compile one configuration
+    parser.add_argument("--trace", metavar="NAME", help="where one configuration's run goes, operation by operation")
+    parser.add_argument("--trace-child", help=argparse.SUPPRESS)  # --trace: run and trace one configuration
     parser.add_argument("--out", default=str(HERE / "packet_profile.json"))
     args = parser.parse_args()
     from fluidcc.packet import simulate_exact
@@ -173,6 +258,34 @@ def main() -> int:
         for name, net, protocol, table, options in configurations(args.seconds):
             if name == args.dump_child:
                 simulate_exact(net, protocol, table, duration_s=args.seconds, **options)
+        return 0
+    if args.trace_child:
+        import jax
+
+        for name, net, protocol, table, options in configurations(args.seconds):
+            if name == args.trace_child:
+                call = lambda: simulate_exact(net, protocol, table, duration_s=args.seconds,  # noqa: E731
+                                              sample_s=args.seconds / 100, **options)
+                call(), call()  # compiled, then run once (one-time costs of a first run)
+                with jax.profiler.trace(args.out, create_perfetto_trace=True):
+                    call()
+        return 0
+    if args.trace:
+        names = [name for name, *_ in configurations(args.seconds)]
+        if args.trace not in names:
+            raise SystemExit(f"--trace: {args.trace!r} is not a configuration; one of: {', '.join(names)}")
+        traced = trace_ops(args.trace, args.seconds)
+        total = traced["total_s"]
+        print(f"{args.trace}, {args.seconds:g} s: {total:.3f} s in the program's top-level operations")
+        by_kind = collections.Counter()
+        for row in traced["ops"]:
+            group = "sort" if row["kind"] == "sort" else ("loops" if row["where"].startswith("loop:") else "other")
+            by_kind[group] += row["own_s"]
+        print(", ".join(f"{k} {100 * v / total:.0f} %" for k, v in by_kind.most_common()))
+        for row in traced["ops"][:30]:
+            print(f"{1e3 * row['own_s']:8.1f} ms {100 * row['own_s'] / total:5.1f} % {row['calls']:6d} calls  "
+                  f"{row['kind']:12s} {row['shape']:28s} {row['where'][-70:]}")
+        write_json(args.out, {"machine": machine_info(extras=()), "trace": traced}, announce=True)
         return 0
     if args.ops:
         counted = {name: loop_ops(name) for name in OPS_CONFIGURATIONS}
