@@ -168,6 +168,28 @@ def test_runs_that_differ_in_length_and_sample_grid_share_one_program(monkeypatc
         assert len(_run_exact._CACHE) == 2
 
 
+def test_a_link_s_chunk_is_in_the_same_order_where_its_tie_break_key_does_not_fit_one_sort(monkeypatch):
+    """Runs of 419 430 flows and more (chunks of 1 024) put a link's chunk in order by one sort
+    of several keys, not by `_lex_order`: forced here on a small run, with ties between flows'
+    packets at one instant (flows started together on equal access links), every output the same."""
+    from fluidcc.packet import _run_exact, exact
+
+    # the key is below (flows + 1) * 5 kinds * 2^32, the room 2^(63 - 10): 419 429 flows at most
+    assert exact._tie_fits(419_429, 1024) and not exact._tie_fits(419_430, 1024)
+
+    network = dumbbell(4)
+    table = FlowTable(np.array([0.0, 0.0, 0.0, 0.2]), np.array([600, 90, np.inf, 1500.0]), route=np.arange(4))
+    runs = {}
+    for fits in (True, False):
+        monkeypatch.setattr(exact, "_tie_fits", lambda n_flows, chunk, fits=fits: fits)
+        monkeypatch.setattr(_run_exact, "_CACHE", {})
+        runs[fits] = simulate_exact(network, TCP(), table, duration_s=1.0, pool_size=POOL)
+    assert int(runs[True].dropped.sum()) > 0
+    for name, values in runs[True].data_vars.items():
+        if values.dtype.kind in "fiub" and not name.startswith("work_"):
+            np.testing.assert_array_equal(runs[False][name].values, values.values, err_msg=name)
+
+
 def test_a_run_is_the_same_alone_and_batched_beside_another():
     """Instants that sit on whole packet times (1000 packets/s) are reached by sums that XLA may
     round differently in a batch than in one run; on the engine's time grid they are one value,
